@@ -1,0 +1,182 @@
+"""Command-line interface (typer). Thin: parse options, call the library, render.
+
+Heavy modules (scipy, matplotlib, torch) are imported inside the commands that
+need them so `logdoctor --help` starts fast.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="logdoctor: diagnose ML training runs from the logs they already wrote.",
+    pretty_exceptions_enable=False,
+)
+
+
+class OutputFormat(str, Enum):
+    terminal = "terminal"
+    json = "json"
+    md = "md"
+    html = "html"
+
+
+class FailOn(str, Enum):
+    critical = "critical"
+    warning = "warning"
+    never = "never"
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+
+
+def fail(message: str) -> "typer.Exit":
+    """Print one clear line on stderr and return the exit (code 2) to raise."""
+    print(f"logdoctor: {message}", file=sys.stderr)
+    return typer.Exit(code=2)
+
+
+def _load_config(config_file: Optional[Path], path: Path, select: Optional[str], ignore: Optional[str]):
+    from .config import ConfigError, load_config
+    from .rules import all_rules
+
+    try:
+        config = load_config(config_file, start=path if path.exists() else None)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
+    config = config.merged(split(select), split(ignore))
+    known = set(all_rules())
+    for code in (config.select or []) + config.ignore:
+        if code != "ALL" and code not in known:
+            raise fail(f"unknown rule code '{code}' (see `logdoctor rules`)")
+    return config
+
+
+def exit_code(statuses: list[str], fail_on: FailOn) -> int:
+    """1 when any run is at or above the --fail-on level, else 0."""
+    if fail_on == FailOn.never:
+        return 0
+    levels = {"critical"} if fail_on == FailOn.critical else {"critical", "warning"}
+    return 1 if any(s in levels for s in statuses) else 0
+
+
+@app.command()
+def analyze(
+    path: Path = typer.Argument(..., help="A run folder, a log file, or a folder of many runs."),
+    fmt: OutputFormat = typer.Option(OutputFormat.terminal, "--format", "-f", help="Report format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here (default: stdout)."),
+    select: Optional[str] = typer.Option(None, help="Only these rule codes (comma-separated)."),
+    ignore: Optional[str] = typer.Option(None, help="Skip these rule codes (comma-separated)."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
+    fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a run is at or above this status."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only problems: skip healthy runs and progress."),
+    no_plots: bool = typer.Option(False, "--no-plots", help="Markdown/HTML without plots."),
+) -> None:
+    """Diagnose every training run under PATH."""
+    from .diagnose import analyze as run_analysis
+    from .ingest import ReadError
+
+    config = _load_config(config_file, path, select, ignore)
+    try:
+        diagnosis = run_analysis(path, config)
+    except ReadError as exc:
+        raise fail(str(exc)) from None
+    err = _console(stderr=True)
+    for line in diagnosis.errors:
+        err.print(f"[yellow]skipped:[/] {line}", highlight=False, markup=True)
+    _emit(diagnosis, fmt, output, quiet, no_plots)
+    raise typer.Exit(exit_code([rd.status for rd in diagnosis.runs], fail_on))
+
+
+def _emit(diagnosis, fmt: OutputFormat, output: Optional[Path], quiet: bool, no_plots: bool, extra=None) -> None:
+    """Render in the chosen format to stdout or a file."""
+    if fmt == OutputFormat.json:
+        from .report.json_report import render_json
+
+        _write(render_json(diagnosis, extra), output)
+        return
+    if fmt == OutputFormat.terminal:
+        from .report.terminal import render_terminal
+
+        if output:
+            from rich.console import Console
+
+            with open(output, "w", encoding="utf-8") as fh:
+                render_terminal(diagnosis, Console(file=fh, no_color=True, width=100), quiet=quiet)
+        else:
+            render_terminal(diagnosis, _console(), quiet=quiet)
+        return
+    raise fail(f"--format {fmt.value} is not available yet")
+
+
+def _write(text: str, output: Optional[Path]) -> None:
+    if output is None:
+        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"{output}: cannot write report ({exc.strerror})") from None
+
+
+@app.command()
+def inspect(
+    path: Path = typer.Argument(..., help="A run folder, a log file, or a folder of many runs."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
+) -> None:
+    """List the runs found, their format, metrics, step ranges and roles."""
+    from .ingest import ReadError, load_runs
+    from .report.inspect_report import render_inspect
+
+    config = _load_config(config_file, path, None, None)
+    try:
+        runs, errors = load_runs(path)
+    except ReadError as exc:
+        raise fail(str(exc)) from None
+    render_inspect(runs, errors, config, _console())
+
+
+@app.command()
+def rules() -> None:
+    """List every rule: code, severity, one-line summary."""
+    from rich.table import Table
+
+    from .rules import all_rules
+
+    table = Table("code", "severity", "what it detects", box=None)
+    for code, cls in all_rules().items():
+        table.add_row(code, cls.severity, cls.summary())
+    _console().print(table)
+
+
+@app.command()
+def explain(code: str = typer.Argument(..., help="A rule code, e.g. crawl.")) -> None:
+    """Print a rule's documentation: symptom, causes, fix, probe, thresholds."""
+    from .rules import all_rules
+    from .ruledocs import rule_markdown
+
+    cls = all_rules().get(code)
+    if cls is None:
+        raise fail(f"unknown rule code '{code}' (see `logdoctor rules`)")
+    from rich.markdown import Markdown
+
+    _console().print(Markdown(rule_markdown(cls)))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Discovery and reading of training logs: path -> sources -> runs.
+
+Every format module in this package exposes two functions:
+
+* ``claim(folder, dirnames, filenames) -> Claim | None``: look at one folder of
+  the walk and claim the files (and subfolders) that form runs of its format;
+* ``read(source) -> list[Run]``: turn a claimed source into runs (one file can
+  hold several runs, e.g. a W&B UI export).
+
+`discover` walks the tree once, offering each folder to the formats in
+`FORMATS` order (most specific first). Claimed files are not offered to later
+formats; pruned subfolders are not walked. `read_source` turns any exception a
+reader raises into one clear line naming the file, so one damaged run never
+costs the others.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..model import Run
+
+#: Format modules, in the order they are offered each folder.
+FORMATS = (
+    "wandb_run",
+    "mlflow",
+    "hf_trainer",
+    "tensorboard",
+    "wandb_csv",
+    "csv_table",
+)
+
+
+class ReadError(Exception):
+    """A source that cannot be read at all; str() is the one line shown to the user."""
+
+
+@dataclass
+class Source:
+    """Files that together make one run (or one file holding several runs)."""
+
+    format: str
+    #: The folder or file that *is* the run; run names are relative to the analysed root.
+    path: Path
+    files: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class Claim:
+    sources: list[Source] = field(default_factory=list)
+    #: File names (in this folder) now owned and hidden from later formats.
+    files: set[str] = field(default_factory=set)
+    #: Subfolder names (of this folder) not to be walked further.
+    prune: set[str] = field(default_factory=set)
+
+
+def _module(name: str):
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def _formats() -> list[tuple[str, Callable]]:
+    out = []
+    for name in FORMATS:
+        try:
+            out.append((name, _module(name).claim))
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    return out
+
+
+def discover(root: Path) -> Iterator[Source]:
+    """Yield every run source under `root` (a folder or a single file)."""
+    root = Path(root)
+    formats = _formats()
+    if root.is_file():
+        for _, claim in formats:
+            got = claim(root.parent, [], [root.name])
+            if got and got.sources:
+                yield from got.sources
+                return
+        return
+    for folder, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        remaining = sorted(filenames)
+        here = Path(folder)
+        for _, claim in formats:
+            got = claim(here, dirnames, remaining)
+            if not got:
+                continue
+            yield from got.sources
+            remaining = [f for f in remaining if f not in got.files]
+            dirnames[:] = [d for d in dirnames if d not in got.prune]
+
+
+def run_name(path: Path, root: Path) -> str:
+    """A run's display name: its path relative to the analysed root ('.' for the root itself)."""
+    try:
+        rel = Path(path).resolve().relative_to(Path(root).resolve())
+    except ValueError:
+        return str(path)
+    text = rel.as_posix()
+    return text if text else "."
+
+
+def read_source(source: Source, root: Path) -> tuple[list[Run], list[str]]:
+    """Read one source; never raises. Returns (runs, error lines)."""
+    try:
+        runs = _module(source.format).read(source)
+    except ReadError as exc:
+        return [], [str(exc)]
+    except MemoryError:
+        return [], [f"{source.path}: ran out of memory reading this {source.format} log"]
+    except Exception as exc:  # noqa: BLE001 - a reader bug must not cost the other runs
+        return [], [f"{source.path}: could not read {source.format} log ({type(exc).__name__}: {exc})"]
+    base = run_name(source.path, root)
+    for run in runs:
+        run.name = base if not run.name else (run.name if base == "." else f"{base}/{run.name}")
+        run.path = run.path or str(source.path)
+    return runs, []
+
+
+def load_runs(root: Path) -> tuple[list[Run], list[str]]:
+    """Discover and read every run under `root`."""
+    root = Path(root)
+    if not root.exists():
+        raise ReadError(f"{root}: no such file or folder")
+    runs: list[Run] = []
+    errors: list[str] = []
+    for source in discover(root):
+        got, errs = read_source(source, root)
+        runs.extend(got)
+        errors.extend(errs)
+    return runs, errors

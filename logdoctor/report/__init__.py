@@ -1,0 +1,1 @@
+"""Renderers: pure functions from a Diagnosis to text. They compute nothing new."""

@@ -1,0 +1,157 @@
+"""Metric names -> roles (train loss, validation loss, LR, grad norm, ...).
+
+Names in the wild vary endlessly (`loss`, `train/loss`, `Loss/train`,
+`train_loss_step`, `validation/epoch_loss`, `eval_loss`, `lr-AdamW`,
+`lr/group_0`, `scaler/scale`...). Rather than a list of exact strings we split
+each name into lower-case tokens and decide from the tokens: which quantity it
+is (loss, lr, grad norm, scale, accuracy, reward) and which split it belongs to
+(train, validation, test). Config can pin any role to names or /regexes/.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+ROLES = (
+    "train_loss",
+    "val_loss",
+    "lr",
+    "grad_norm",
+    "loss_scale",
+    "train_acc",
+    "val_acc",
+    "reward",
+    "epoch",
+)
+
+_VAL = {"val", "valid", "validation", "eval", "evaluation", "dev", "holdout", "vl", "validate"}
+_TEST = {"test", "testing"}
+_TRAIN = {"train", "training", "tr", "trn"}
+_ACC = {
+    "acc", "accuracy", "top1", "top5", "f1", "auc", "auroc", "map", "map50", "map5095",
+    "precision", "recall", "bleu", "rouge", "rouge1", "rougel", "iou", "miou", "dice", "r2",
+    "exact", "em", "matthews", "mcc", "correct", "sparsecategoricalaccuracy", "categoricalaccuracy",
+    "binaryaccuracy", "ap", "ap50", "ap5095", "ap75",
+}
+_REWARD = {"reward", "rewards", "return", "returns", "episodereward", "episodereturn"}
+_EXTRA_LOSS_PARTS = {"step", "epoch", "epochs", "mean", "avg", "average", "total", "overall", "batch", "running"}
+
+
+def tokens(name: str) -> list[str]:
+    """Lower-case tokens of a metric name: splits on separators and camelCase."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    return [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+
+
+def _split(toks: list[str]) -> str | None:
+    """Which data split a name refers to: 'train', 'val', 'test' or None (unsaid)."""
+    for t in toks:
+        if t in _VAL or t.startswith("val") and t not in ("value", "values"):
+            return "val"
+    if any(t in _TEST for t in toks):
+        return "test"
+    if any(t in _TRAIN for t in toks):
+        return "train"
+    return None
+
+
+def _is_lr(toks: list[str], name: str) -> bool:
+    joined = "".join(toks)
+    return "lr" in toks or "learningrate" in joined or name.lower().startswith("lr-") or "lr" in [
+        t.rstrip("0123456789") for t in toks
+    ]
+
+
+def _is_grad_norm(toks: list[str]) -> bool:
+    joined = "_".join(toks)
+    return ("grad" in toks or "gradient" in toks or "gradients" in toks or "grads" in toks) and (
+        "norm" in toks or "l2" in toks
+    ) or "gradnorm" in joined.replace("_", "") or joined in ("total_norm",)
+
+
+def _is_scale(toks: list[str]) -> bool:
+    return "scale" in toks and ("loss" in toks or "scaler" in toks or "amp" in toks or "grad" in toks) or (
+        "lossscale" in "".join(toks)
+    )
+
+
+def classify(name: str) -> str | None:
+    """The role a single metric name suggests by itself, or None."""
+    toks = tokens(name)
+    if not toks:
+        return None
+    if _is_scale(toks):
+        return "loss_scale"
+    if _is_grad_norm(toks):
+        return "grad_norm"
+    if _is_lr(toks, name):
+        return "lr"
+    split = _split(toks)
+    if any("loss" in t for t in toks) or toks[-1] in ("nll", "ce", "xent"):
+        if split == "val":
+            return "val_loss"
+        if split == "test":
+            return "test_loss"
+        return "train_loss"
+    if any(t in _ACC for t in toks) or any(t.endswith("accuracy") for t in toks):
+        return "val_acc" if split in ("val", "test") else "train_acc"
+    if any(t in _REWARD for t in toks) or any(t.endswith("return") or t.endswith("reward") for t in toks):
+        return "reward"
+    if toks == ["epoch"] or toks == ["epochs"]:
+        return "epoch"
+    return None
+
+
+def _preference(name: str, counts: dict[str, int]) -> tuple:
+    """Sort key among candidates for one role: plain totals, step-level, most points first."""
+    toks = tokens(name)
+    extra = [t for t in toks if t not in _VAL | _TEST | _TRAIN | _EXTRA_LOSS_PARTS and "loss" not in t]
+    total = any(t in ("total", "overall") for t in toks)
+    epoch_level = "epoch" in toks
+    return (not total, len(extra), epoch_level, -counts.get(name, 0), len(name), name)
+
+
+def _matches(pattern: str, name: str) -> bool:
+    if len(pattern) > 2 and pattern.startswith("/") and pattern.endswith("/"):
+        return re.search(pattern[1:-1], name) is not None
+    return pattern == name
+
+
+def assign_roles(
+    metrics: Iterable[str],
+    counts: dict[str, int] | None = None,
+    overrides: dict[str, list[str]] | None = None,
+) -> dict[str, list[str]]:
+    """Map roles to metric names, best candidate first.
+
+    `counts` (points per metric) breaks ties toward the densest series; a test
+    loss stands in for validation loss only when no validation loss exists.
+    """
+    counts = counts or {}
+    metrics = list(metrics)
+    found: dict[str, list[str]] = {}
+    pinned: set[str] = set()
+    for role, patterns in (overrides or {}).items():
+        hits = [m for m in metrics if any(_matches(p, m) for p in patterns)]
+        if hits:
+            found[role] = hits
+            pinned.update(hits)
+    for name in metrics:
+        if name in pinned:
+            continue
+        role = classify(name)
+        if role is None or role in (overrides or {}):
+            continue
+        found.setdefault(role, []).append(name)
+    test = found.pop("test_loss", None)
+    if test and "val_loss" not in found:
+        found["val_loss"] = test
+    for role, names in found.items():
+        if role not in (overrides or {}):
+            names.sort(key=lambda n: _preference(n, counts))
+    return found
+
+
+def primary(roles: dict[str, list[str]]) -> dict[str, str]:
+    """The one metric per role that rules and the JSON report use."""
+    return {role: names[0] for role, names in roles.items() if names}

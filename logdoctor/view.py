@@ -1,0 +1,99 @@
+"""RunView: a run's scalars as per-metric sorted arrays, looked up by role.
+
+Built once per run and shared by every rule, so the tidy table is split by
+metric exactly once (no frame rebuilt per rule). Duplicate steps (several
+values logged at one step) keep the last value logged, as TensorBoard shows a
+re-logged point; non-monotonic steps are sorted. Both are counted so `inspect`
+can say so.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import polars as pl
+
+from .model import Run, Series
+from .roles import assign_roles, primary
+
+
+class RunView:
+    def __init__(self, run: Run, role_overrides: dict[str, list[str]] | None = None):
+        self.run = run
+        self._overrides = role_overrides or {}
+        self._cache: dict[str, Series] = {}
+
+    @cached_property
+    def _parts(self) -> dict[str, pl.DataFrame]:
+        if self.run.scalars.is_empty():
+            return {}
+        return {
+            key[0] if isinstance(key, tuple) else key: frame
+            for key, frame in self.run.scalars.partition_by("metric", as_dict=True, maintain_order=True).items()
+        }
+
+    @cached_property
+    def counts(self) -> dict[str, int]:
+        return {name: frame.height for name, frame in self._parts.items()}
+
+    @cached_property
+    def all_roles(self) -> dict[str, list[str]]:
+        """Role -> metric names, best first."""
+        return assign_roles(self._parts.keys(), self.counts, self._overrides)
+
+    @cached_property
+    def roles(self) -> dict[str, str]:
+        """Role -> the one metric used for it."""
+        return primary(self.all_roles)
+
+    def metric(self, name: str) -> Series | None:
+        """One metric as a Series (sorted, one value per step), or None if absent/empty."""
+        if name in self._cache:
+            return self._cache[name]
+        frame = self._parts.get(name)
+        if frame is None or frame.height == 0:
+            return None
+        steps = frame.get_column("step").to_numpy()
+        values = frame.get_column("value").to_numpy().astype(np.float64, copy=False)
+        series = _normalise(name, steps, values)
+        self._cache[name] = series
+        return series
+
+    def series(self, role: str) -> Series | None:
+        """The primary metric for a role, or None if the run does not log it."""
+        name = self.roles.get(role)
+        return self.metric(name) if name else None
+
+    def all_series(self, role: str) -> list[Series]:
+        """Every metric given a role (e.g. one LR per param group)."""
+        out = [self.metric(n) for n in self.all_roles.get(role, [])]
+        return [s for s in out if s is not None]
+
+
+def _normalise(name: str, steps: np.ndarray, values: np.ndarray) -> Series:
+    steps = np.asarray(steps, dtype=np.int64)
+    n = len(steps)
+    if n > 1 and np.any(np.diff(steps) <= 0):
+        order = np.argsort(steps, kind="stable")
+        steps, values = steps[order], values[order]
+        # keep the last logged value for each step
+        last = np.r_[steps[1:] != steps[:-1], True]
+        steps, values = steps[last], values[last]
+    return Series(name=name, steps=steps, values=values, duplicates=n - len(steps))
+
+
+def step_report(view: RunView) -> dict[str, dict[str, int]]:
+    """Per metric: points, unique steps, duplicates and backwards jumps (for `inspect`)."""
+    out = {}
+    for name, frame in view._parts.items():
+        steps = frame.get_column("step").to_numpy()
+        back = int(np.sum(np.diff(steps) < 0)) if len(steps) > 1 else 0
+        series = view.metric(name)
+        out[name] = {
+            "points": len(steps),
+            "first_step": int(series.steps[0]) if series is not None and len(series) else 0,
+            "last_step": int(series.steps[-1]) if series is not None and len(series) else 0,
+            "duplicates": series.duplicates if series is not None else 0,
+            "backwards": back,
+        }
+    return out
