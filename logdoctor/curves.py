@@ -1,11 +1,29 @@
 """Shared curve mathematics: every rule calls these, none re-implements them.
 
 Scale-free by design: statistics are expressed relative to a series' own
-range and noise so one threshold works for a loss of 11.0 and one of 0.002.
+level, range and noise so one threshold works for a loss of 11.0 and one of
+0.002. Never quadratic: a long series is first reduced to a bucketed view
+(median / min / max per bucket of consecutive points, O(n)), and every
+statistic after that runs on at most `MAX_POINTS` buckets. Full resolution is
+used only where it matters (the first non-finite step, the point noise).
+
+scipy is imported inside the functions that need it so that importing the
+rules (and starting the CLI) stays cheap.
 """
 from __future__ import annotations
 
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
 import numpy as np
+
+from .model import Series
+
+#: Size of the bucketed view every statistic runs on.
+MAX_POINTS = 1024
+#: MAD -> standard deviation for Gaussian noise.
+MAD_SIGMA = 1.4826
 
 
 def first_nonfinite(values: np.ndarray) -> int | None:
@@ -14,13 +32,482 @@ def first_nonfinite(values: np.ndarray) -> int | None:
     return int(bad[0]) if len(bad) else None
 
 
+# --------------------------------------------------------------------------- non-finite values
+
+
+@dataclass(frozen=True)
+class NonFinite:
+    """Where a series stops being a number, at full resolution."""
+
+    index: int  # first non-finite point
+    step: int
+    count: int  # non-finite points in the whole series
+    #: Every point from the first non-finite one to the end is non-finite: it never recovered.
+    tail: bool
+    kind: str  # 'nan', 'inf' or '-inf' (of the first bad point)
+    #: Finite points logged before the first bad one.
+    finite_before: int
+
+
+def nonfinite(series: Series) -> NonFinite | None:
+    """Describe the series' NaN/inf points, or None when all are finite."""
+    ok = np.isfinite(series.values)
+    bad = np.flatnonzero(~ok)
+    if not len(bad):
+        return None
+    i = int(bad[0])
+    v = series.values[i]
+    kind = "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+    return NonFinite(
+        index=i,
+        step=int(series.steps[i]),
+        count=int(len(bad)),
+        tail=bool(len(bad) == len(ok) - i),
+        kind=kind,
+        finite_before=i,
+    )
+
+
+# --------------------------------------------------------------------------- robust scalars
+
+
+def robust_sigma(x: np.ndarray) -> float:
+    """Standard deviation estimated from the median absolute deviation (outlier-proof)."""
+    x = np.asarray(x, dtype=float)
+    if len(x) == 0:
+        return 0.0
+    return float(MAD_SIGMA * np.median(np.abs(x - np.median(x))))
+
+
+def noise_sigma(values: np.ndarray) -> float:
+    """Point-to-point noise of a series: robust sigma of first differences / sqrt(2).
+
+    Differencing removes the trend (a smooth descent barely changes between
+    neighbours), the MAD ignores spikes; subtracting the median difference
+    removes a constant slope.
+    """
+    v = np.asarray(values, dtype=float)
+    if len(v) < 3:
+        return 0.0
+    return robust_sigma(np.diff(v)) / math.sqrt(2.0)
+
+
+def quantum(values: np.ndarray, sample: int = 4096) -> float:
+    """The rounding step of logged values (1e-4 for HF Trainer's 4 decimals), or 0.0.
+
+    The coarsest power of ten that every sampled value is a multiple of. A
+    noise estimate never goes below what the rounding itself can resolve.
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return 0.0
+    if len(v) > sample:
+        v = v[np.linspace(0, len(v) - 1, sample).astype(int)]
+    if np.all(v == v[0]):
+        return 0.0
+    for exp in range(2, -7, -1):
+        q = 10.0**exp
+        r = v / q
+        if np.all(np.abs(r - np.round(r)) < 1e-6 * np.maximum(1.0, np.abs(r))):
+            return q
+    return 0.0
+
+
+def level(y: np.ndarray, where: str = "start", frac: float = 0.1, min_points: int = 3) -> float:
+    """Median of the first (or last) fraction of a series: a robust 'where it was' level."""
+    y = np.asarray(y, dtype=float)
+    if len(y) == 0:
+        return float("nan")
+    k = int(min(len(y), max(min_points, round(frac * len(y)))))
+    part = y[:k] if where == "start" else y[-k:]
+    return float(np.median(part))
+
+
+# --------------------------------------------------------------------------- bucketed view
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """A long series reduced to consecutive equal-count buckets (linear time)."""
+
+    steps: np.ndarray  # median step of each bucket (float)
+    first: np.ndarray  # first step in each bucket (int)
+    last: np.ndarray  # last step in each bucket (int)
+    med: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    size: int  # points per bucket (the last one may hold fewer)
+
+
+def buckets(steps: np.ndarray, values: np.ndarray, max_points: int = MAX_POINTS) -> Buckets:
+    """Median / min / max of consecutive buckets of finite points; identity when short."""
+    ok = np.isfinite(values)
+    s = np.asarray(steps)[ok]
+    v = np.asarray(values, dtype=float)[ok]
+    n = len(v)
+    size = max(1, math.ceil(n / max_points))
+    if size == 1:
+        return Buckets(s.astype(float), s.astype(np.int64), s.astype(np.int64), v, v, v, 1)
+    full = (n // size) * size
+    parts_v = [v[:full].reshape(-1, size)]
+    parts_s = [s[:full].reshape(-1, size)]
+    med = [np.median(parts_v[0], axis=1)]
+    lo, hi = [parts_v[0].min(axis=1)], [parts_v[0].max(axis=1)]
+    st = [np.median(parts_s[0], axis=1)]
+    first, last = [parts_s[0][:, 0]], [parts_s[0][:, -1]]
+    if full < n:
+        rv, rs = v[full:], s[full:]
+        med.append([np.median(rv)])
+        lo.append([rv.min()])
+        hi.append([rv.max()])
+        st.append([np.median(rs)])
+        first.append([rs[0]])
+        last.append([rs[-1]])
+    return Buckets(
+        steps=np.concatenate(st).astype(float),
+        first=np.concatenate(first).astype(np.int64),
+        last=np.concatenate(last).astype(np.int64),
+        med=np.concatenate(med).astype(float),
+        lo=np.concatenate(lo).astype(float),
+        hi=np.concatenate(hi).astype(float),
+        size=size,
+    )
+
+
+# --------------------------------------------------------------------------- smoothing and outliers
+
+
+def odd_window(n: int, frac: float = 0.05, minimum: int = 3, maximum: int = 101) -> int:
+    """An odd rolling-window length of about `frac` of a series of n points."""
+    w = int(round(frac * n))
+    w = max(minimum, min(maximum, w))
+    if n and w > n:
+        w = n
+    return w if w % 2 else max(1, w - 1)
+
+
+def smooth(y: np.ndarray, window: int | None = None) -> np.ndarray:
+    """Rolling median (edges use the nearest value): survives noise and isolated outliers."""
+    y = np.asarray(y, dtype=float)
+    if len(y) < 3:
+        return y.copy()
+    from scipy.ndimage import median_filter
+
+    w = window or odd_window(len(y))
+    if w < 2:
+        return y.copy()
+    return median_filter(y, size=w, mode="nearest")
+
+
+@dataclass(frozen=True)
+class Hampel:
+    outliers: np.ndarray  # bool mask
+    center: np.ndarray  # rolling median
+    sigma: np.ndarray  # rolling robust sigma (MAD-based)
+    score: np.ndarray  # (y - center) / sigma
+
+
+def hampel(y: np.ndarray, window: int | None = None, k: float = 6.0, floor: float = 0.0) -> Hampel:
+    """Hampel filter: points more than k robust sigmas from their rolling median.
+
+    `floor` bounds the local sigma from below (e.g. the quantisation step or
+    the global noise) so a locally constant stretch does not make every tiny
+    wiggle an outlier.
+    """
+    from scipy.ndimage import median_filter
+
+    y = np.asarray(y, dtype=float)
+    w = window or odd_window(len(y), frac=0.05, minimum=5, maximum=51)
+    center = median_filter(y, size=w, mode="nearest")
+    mad = median_filter(np.abs(y - center), size=w, mode="nearest")
+    sigma = np.maximum(MAD_SIGMA * mad, floor)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = np.where(sigma > 0, (y - center) / np.where(sigma > 0, sigma, 1.0), 0.0)
+    return Hampel(outliers=np.abs(score) > k, center=center, sigma=sigma, score=score)
+
+
+# --------------------------------------------------------------------------- trend
+
+
+@dataclass(frozen=True)
+class Trend:
+    """Mann–Kendall trend test with the Theil–Sen slope."""
+
+    slope: float  # per step (Theil–Sen median of pairwise slopes)
+    tau: float  # Kendall's tau between step and value, in [-1, 1]
+    p_value: float  # two-sided
+    n: int
+
+
+def trend(x: np.ndarray, y: np.ndarray, max_points: int = 400) -> Trend:
+    """Significance and size of a monotone trend; long inputs are bucket-reduced first.
+
+    Kendall's tau of (step, value) is the Mann–Kendall statistic; Theil–Sen is
+    quadratic in its input, so it never sees more than `max_points` points.
+    """
+    from scipy.stats import kendalltau, theilslopes
+
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    n = len(y)
+    if n < 3 or np.all(y == y[0]):
+        return Trend(0.0, 0.0, 1.0, n)
+    if n > max_points:
+        b = buckets(x, y, max_points)
+        x, y = b.steps, b.med
+    tau, p = kendalltau(x, y)
+    slope = theilslopes(y, x).slope if len(set(x.tolist())) > 1 else 0.0
+    return Trend(float(slope), float(tau if np.isfinite(tau) else 0.0), float(p if np.isfinite(p) else 1.0), n)
+
+
+# --------------------------------------------------------------------------- change points
+
+
+def best_split(y: np.ndarray, min_size: int = 3) -> tuple[int, float]:
+    """The single mean-shift split of y maximising the cost reduction (linear time).
+
+    Returns (index where the second segment starts, reduction of the sum of
+    squared errors); (-1, 0.0) when y is too short.
+    """
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    if n < 2 * min_size:
+        return -1, 0.0
+    c1 = np.cumsum(y)
+    c2 = np.cumsum(y * y)
+    total = c2[-1] - c1[-1] ** 2 / n
+    k = np.arange(min_size, n - min_size + 1)
+    left = c2[k - 1] - c1[k - 1] ** 2 / k
+    right = (c2[-1] - c2[k - 1]) - (c1[-1] - c1[k - 1]) ** 2 / (n - k)
+    gain = total - (left + right)
+    i = int(np.argmax(gain))
+    return int(k[i]), float(gain[i])
+
+
+def change_points(y: np.ndarray, sigma: float | None = None, min_size: int = 3, max_points: int = 8) -> list[int]:
+    """Binary segmentation for shifts in mean, with a BIC-like penalty on the noise.
+
+    A split is kept when it reduces the squared error by more than
+    `2 * log(n) * sigma**2 * 4` (a shift must stand clear of the noise), which
+    keeps it scale-free. Returns sorted indices where new segments start.
+    """
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    if n < 2 * min_size:
+        return []
+    sigma = noise_sigma(y) if sigma is None else sigma
+    penalty = 8.0 * math.log(max(n, 2)) * max(sigma, 1e-300) ** 2
+    found: list[int] = []
+    stack = [(0, n)]
+    while stack and len(found) < max_points:
+        a, b = stack.pop()
+        k, gain = best_split(y[a:b], min_size)
+        if k < 0 or gain <= penalty:
+            continue
+        found.append(a + k)
+        stack.extend([(a, a + k), (a + k, b)])
+    return sorted(found)
+
+
+# --------------------------------------------------------------------------- oscillation and periodicity
+
+
+@dataclass(frozen=True)
+class Oscillation:
+    """How a series moves around its own smooth trend."""
+
+    #: Fraction of consecutive differences that flip sign (smooth: ~0, white noise: ~2/3, zigzag: ~1).
+    sign_change_rate: float
+    #: Lag-1 autocorrelation of the residual around the trend (zigzag: strongly negative).
+    lag1: float
+    #: Share of the residual's spectral power in the upper half of frequencies.
+    high_freq_power: float
+    #: Robust spread (sigma) of the residual.
+    amplitude: float
+
+
+def oscillation(y: np.ndarray, window: int | None = None) -> Oscillation:
+    """Sign-change, autocorrelation and spectral measures of the residual around a rolling median."""
+    y = np.asarray(y, dtype=float)
+    if len(y) < 5:
+        return Oscillation(0.0, 0.0, 0.0, 0.0)
+    resid = y - smooth(y, window)
+    d = np.diff(y)
+    nz = d[d != 0]
+    scr = float(np.mean(np.sign(nz[1:]) != np.sign(nz[:-1]))) if len(nz) > 2 else 0.0
+    r = resid - resid.mean()
+    denom = float(np.dot(r, r))
+    lag1 = float(np.dot(r[1:], r[:-1]) / denom) if denom > 0 else 0.0
+    power = np.abs(np.fft.rfft(r)) ** 2
+    power = power[1:]
+    hf = float(power[len(power) // 2 :].sum() / power.sum()) if power.sum() > 0 else 0.0
+    return Oscillation(scr, lag1, hf, robust_sigma(resid))
+
+
+def autocorrelation(y: np.ndarray) -> np.ndarray:
+    """Autocorrelation at every lag via FFT (n log n), normalised to 1 at lag 0."""
+    r = np.asarray(y, dtype=float) - np.mean(y)
+    n = len(r)
+    if n < 2 or not np.any(r):
+        return np.zeros(max(n, 1))
+    f = np.fft.rfft(r, 2 * n)
+    ac = np.fft.irfft(f * np.conj(f))[:n]
+    return ac / ac[0]
+
+
+def dominant_period(y: np.ndarray, min_period: int = 3, max_period: int | None = None) -> tuple[int, float]:
+    """The lag of the highest autocorrelation peak of the detrended series, and its height.
+
+    (0, 0.0) when there is no peak. A strong periodic pattern (epoch-level
+    sawtooth) gives a height near 1; noise gives heights near 0.
+    """
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    if n < 3 * min_period:
+        return 0, 0.0
+    resid = y - smooth(y, odd_window(n, frac=0.25, minimum=5, maximum=max(5, n // 3)))
+    ac = autocorrelation(resid)
+    hi = min(max_period or n // 3, n // 3)
+    best, height = 0, 0.0
+    for lag in range(min_period, hi + 1):
+        if ac[lag] > ac[lag - 1] and ac[lag] >= ac[min(lag + 1, n - 1)] and ac[lag] > height:
+            best, height = lag, float(ac[lag])
+    return best, height
+
+
+# --------------------------------------------------------------------------- the per-series summary rules share
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A loss-like series as rules see it: bucketed, smoothed, with its levels and noise.
+
+    Built once per series (cached), from finite points only; `bad` says
+    where the series stopped being finite.
+    """
+
+    name: str
+    steps: np.ndarray  # bucket step centres
+    y: np.ndarray  # bucket medians
+    lo: np.ndarray
+    hi: np.ndarray
+    bucket: int  # raw points per bucket
+    n: int  # finite raw points
+    first_step: int
+    last_step: int
+    noise: float  # per-point noise sigma at full resolution (floored by the rounding step)
+    y_noise: float  # noise sigma of the bucket medians
+    quantum: float
+    bad: NonFinite | None
+    smooth: np.ndarray  # rolling median of y
+    start: float  # level at the start (smoothed)
+    end: float  # level at the end (smoothed)
+    best: float  # lowest smoothed level
+    best_index: int
+    worst: float  # highest smoothed level
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    @property
+    def scale(self) -> float:
+        """Magnitude the relative measures divide by: the start level (never zero)."""
+        return max(abs(self.start), abs(self.start - self.best), self.y_noise, 1e-12)
+
+    @property
+    def progress(self) -> float:
+        """How far the smoothed curve ever got below its start level (>= 0)."""
+        return max(0.0, self.start - self.best)
+
+    def step_at(self, i: int) -> int:
+        """The (bucket-centre) step of bucket i, clamped to the series."""
+        return int(round(self.steps[min(max(i, 0), len(self.steps) - 1)]))
+
+    def index_of_step(self, step: float) -> int:
+        """Index of the first bucket at or after `step`."""
+        return int(min(np.searchsorted(self.steps, step), len(self.steps) - 1))
+
+
+_CACHE: OrderedDict[tuple[int, int], tuple[Series, Curve | None]] = OrderedDict()
+_CACHE_SIZE = 64
+
+
+def curve(series: Series | None, max_points: int = MAX_POINTS) -> Curve | None:
+    """The shared summary of a series, or None when it has fewer than 3 finite points.
+
+    Cached per series object (rules on one run share one computation); the
+    cache keeps a reference to the series, so an id is never reused while cached.
+    """
+    if series is None:
+        return None
+    key = (id(series), max_points)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is series:
+        _CACHE.move_to_end(key)
+        return hit[1]
+    result = _build(series, max_points)
+    _CACHE[key] = (series, result)
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return result
+
+
+def _build(series: Series, max_points: int) -> Curve | None:
+    values = series.values
+    ok = np.isfinite(values)
+    n = int(ok.sum())
+    if n < 3:
+        return None
+    finite = values[ok]
+    b = buckets(series.steps, values, max_points)
+    q = quantum(finite)
+    point_noise = max(noise_sigma(finite), q / math.sqrt(12.0))
+    y_noise = max(noise_sigma(b.med), q / math.sqrt(12.0))
+    sm = smooth(b.med)
+    k = len(sm)
+    edge = max(1, min(k, round(0.05 * k)))
+    start = float(np.median(b.med[:edge])) if k < 20 else float(np.median(sm[:edge]))
+    end = float(np.median(b.med[-edge:])) if k < 20 else float(np.median(sm[-edge:]))
+    best_index = int(np.argmin(sm))
+    return Curve(
+        name=series.name,
+        steps=b.steps,
+        y=b.med,
+        lo=b.lo,
+        hi=b.hi,
+        bucket=b.size,
+        n=n,
+        first_step=int(b.first[0]),
+        last_step=int(b.last[-1]),
+        noise=point_noise,
+        y_noise=y_noise,
+        quantum=q,
+        bad=nonfinite(series),
+        smooth=sm,
+        start=start,
+        end=end,
+        best=float(sm[best_index]),
+        best_index=best_index,
+        worst=float(np.max(sm)),
+    )
+
+
+def sigmoid(x: float) -> float:
+    """Logistic squashing used to turn a margin past a threshold into a confidence."""
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
+
+
+
 # --- relational helpers ---
 # Relating one series to another (LR to loss, per-epoch validation to per-step
 # training): values of one series at another's steps, windowed levels, and the
 # step from which a series has settled at its final value.
 
 
-def values_at(series, steps: np.ndarray) -> np.ndarray:
+def values_at(series: Series, steps: np.ndarray) -> np.ndarray:
     """`series` linearly interpolated at `steps` (finite points only; NaN outside its step range)."""
     steps = np.asarray(steps, dtype=np.float64)
     ok = np.isfinite(series.values)
@@ -32,7 +519,7 @@ def values_at(series, steps: np.ndarray) -> np.ndarray:
     return out
 
 
-def window_level(series, lo: float, hi: float) -> float:
+def window_level(series: Series, lo: float, hi: float) -> float:
     """Median of the finite values logged at steps in [lo, hi] (NaN when there are none)."""
     mask = (series.steps >= lo) & (series.steps <= hi) & np.isfinite(series.values)
     return float(np.median(series.values[mask])) if mask.any() else float("nan")
@@ -43,7 +530,8 @@ def settle_index(values: np.ndarray, tol: float) -> int | None:
 
     "When did the LR reach its floor": for a schedule that decays and then sits
     at its last value this is where the sitting starts. None when the series
-    never moved (peak == final) or has no finite values.
+    never moved (peak == final), has no finite values, or is still moving at
+    its last point.
     """
     finite = values[np.isfinite(values)]
     if len(finite) == 0:
@@ -53,4 +541,6 @@ def settle_index(values: np.ndarray, tol: float) -> int | None:
     if span <= 0:
         return None
     far = np.flatnonzero(~(np.abs(values - final) <= tol * span))
-    return 0 if len(far) == 0 else int(far[-1]) + 1 if far[-1] + 1 < len(values) else None
+    if len(far) == 0:
+        return 0
+    return int(far[-1]) + 1 if far[-1] + 1 < len(values) else None
