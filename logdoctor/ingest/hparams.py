@@ -1,0 +1,97 @@
+"""Hyperparameter files beside a log (W&B `config.yaml`, Lightning `hparams.yaml`,
+YOLO `args.yaml`, MLflow params...) -> one flat `{dotted.key: scalar}` dict.
+
+Every reader that carries a config goes through here so `run.config` has the
+same shape whatever the format: the sweep audit compares these values across
+runs and needs plain scalars, not nested dicts or W&B's `{value: .., desc: ..}`
+wrappers.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: Keys W&B adds to every config that are not hyperparameters.
+_WANDB_INTERNAL = {"_wandb", "wandb_version"}
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that turns unknown tags (Lightning's `!!python/object`, numpy scalars) into plain data."""
+
+
+def _unknown(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+_Loader.add_multi_constructor("", _unknown)
+_Loader.add_multi_constructor("tag:yaml.org,2002:python/", _unknown)
+
+
+def read_yaml(path: Path) -> tuple[dict[str, Any], str | None]:
+    """A YAML mapping file as a dict, or ({}, one-line warning) when it is not one."""
+    try:
+        data = yaml.load(Path(path).read_text(encoding="utf-8", errors="replace"), Loader=_Loader)
+    except (OSError, yaml.YAMLError) as exc:
+        return {}, f"{path}: config not readable ({type(exc).__name__})"
+    if data is None:
+        return {}, None
+    if not isinstance(data, dict):
+        return {}, f"{path}: config is not a mapping of hyperparameters"
+    return data, None
+
+
+def unwrap_wandb(config: dict[str, Any]) -> dict[str, Any]:
+    """W&B stores each config entry as `{key: {value: v, desc: ...}}`; keep `key: v`, drop internals."""
+    out = {}
+    for key, entry in config.items():
+        if key in _WANDB_INTERNAL:
+            continue
+        if isinstance(entry, dict) and "value" in entry and set(entry) <= {"value", "desc"}:
+            entry = entry["value"]
+        out[key] = entry
+    return out
+
+
+def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts -> dotted keys; lists and other non-scalars -> compact JSON text."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{name}."))
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            out[name] = value
+        else:
+            try:
+                out[name] = json.dumps(value, default=str, separators=(",", ":"))
+            except (TypeError, ValueError):
+                out[name] = str(value)
+    return out
+
+
+def parse_scalar(text: str) -> Any:
+    """A hyperparameter stored as text (MLflow params) -> int, float, bool or the text itself."""
+    stripped = text.strip()
+    for cast in (int, float):
+        try:
+            return cast(stripped)
+        except ValueError:
+            pass
+    if stripped.lower() in ("true", "false"):
+        return stripped.lower() == "true"
+    return stripped
+
+
+def load_config_file(path: Path, warnings: list[str]) -> dict[str, Any]:
+    """A YAML config beside a log, flattened (W&B wrappers unwrapped); problems go to `warnings`."""
+    data, problem = read_yaml(path)
+    if problem:
+        warnings.append(problem)
+    return flatten(unwrap_wandb(data))
