@@ -1,0 +1,244 @@
+"""HTML report: ONE self-contained file (inline CSS, base64 PNG plots, a few lines of inline JS).
+
+Nothing is fetched: no CDN, no web font, no external image; the file opens
+offline and can be attached to a ticket. Layout: a header with the counts,
+any extra sections, an index table of every run (worst first; click a header
+to sort), then one section per run: its plot (loss + val with each finding's
+step range shaded and labelled, LR on a twin axis, grad-norm and loss-scale
+panels where logged), its findings (evidence, causes, fixes), the config it
+logged and any read warnings. Runs with a problem are expanded; healthy runs
+are collapsed once there are many.
+
+Every string that came from a log (run names, metric names, config keys and
+values, warning lines, finding text) is escaped with `html.escape`; extra
+sections are Markdown rendered with raw HTML disabled.
+
+Public API (also used by `logdoctor audit`):
+`render_html(diagnosis, extra_sections=None, plots=True, progress=None, title="logdoctor report") -> str`.
+`extra_sections` is a list of `(title, markdown body)` shown after the header,
+before the index (the same sections the Markdown report takes).
+"""
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from html import escape
+
+from .. import __version__
+from ..model import Diagnosis, Finding, RunDiagnosis
+from .sparkline import svg_sparkline
+from .text import STATUS_ORDER, by_severity, evidence_items, fmt_num, main_loss, status_counts, step_range
+
+STATUS_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓"}
+#: With more runs than this, healthy runs start collapsed.
+EXPAND_ALL_UP_TO = 12
+#: Config entries shown per run (the rest are counted).
+MAX_CONFIG = 40
+
+CSS = """
+:root{--crit:#c62828;--warn:#e08a00;--ok:#2e7d32;--info:#3b78c4;--ink:#1d2330;--mute:#5f6877;--line:#e3e6eb;--bg:#f6f7f9}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);background:var(--bg)}
+main{max-width:1040px;margin:0 auto;padding:20px 24px 60px}
+h1{font-size:22px;margin:0 0 4px}
+h2{font-size:17px;margin:28px 0 10px}
+code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+.sub{color:var(--mute);margin-bottom:14px}
+.counts span{display:inline-block;margin-right:8px;padding:3px 10px;border-radius:12px;font-weight:600;color:#fff}
+.bg-critical{background:var(--crit)}.bg-warning{background:var(--warn)}.bg-healthy{background:var(--ok)}.bg-info{background:var(--info)}
+.fg-critical{color:var(--crit)}.fg-warning{color:var(--warn)}.fg-healthy{color:var(--ok)}.fg-info{color:var(--info)}
+table.index{border-collapse:collapse;width:100%;background:#fff;border:1px solid var(--line)}
+table.index th,table.index td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:middle}
+table.index th{cursor:pointer;user-select:none;background:#eef0f3;font-size:12px;text-transform:uppercase;letter-spacing:.03em}
+table.index th:after{content:" ⇅";color:#aab}
+table.index td.num{text-align:right;font-variant-numeric:tabular-nums}
+table.index a{color:var(--ink);text-decoration:none;word-break:break-all}
+table.index a:hover{text-decoration:underline}
+.chip{display:inline-block;padding:0 6px;margin:1px 2px 1px 0;border-radius:4px;font:600 12px ui-monospace,Menlo,monospace;color:#fff}
+.status{font-weight:700;white-space:nowrap}
+section.run{background:#fff;border:1px solid var(--line);border-left:6px solid var(--ok);border-radius:6px;margin:14px 0}
+section.run.critical{border-left-color:var(--crit)}section.run.warning{border-left-color:var(--warn)}
+section.run>details>summary{padding:10px 14px;cursor:pointer;font-size:15px;list-style:none}
+section.run>details>summary::-webkit-details-marker{display:none}
+section.run>details>summary:before{content:"▸ ";color:var(--mute)}
+section.run>details[open]>summary:before{content:"▾ "}
+.runname{font-weight:700;word-break:break-all}
+.body{padding:0 16px 14px}
+.meta{color:var(--mute);font-size:12.5px;margin-bottom:8px;word-break:break-all}
+img.plot{display:block;width:100%;max-width:800px;height:auto;margin:6px 0 10px;border:1px solid var(--line);border-radius:4px}
+ol.findings{list-style:none;padding:0;margin:0}
+li.finding{border:1px solid var(--line);border-left:4px solid var(--info);border-radius:4px;padding:8px 12px;margin:8px 0;background:#fcfcfd}
+li.finding.critical{border-left-color:var(--crit)}li.finding.warning{border-left-color:var(--warn)}
+.ftitle{font-weight:650;font-size:15px;margin:2px 0}
+.where{color:var(--mute);font-size:12.5px}
+table.evidence{border-collapse:collapse;margin:6px 0}
+table.evidence th{font-weight:500;color:var(--mute);text-align:left;padding:1px 14px 1px 0}
+table.evidence td{font:600 13px ui-monospace,Menlo,monospace;padding:1px 0}
+.cols{display:grid;grid-template-columns:1fr 1fr;gap:16px}
+.cols h4{margin:6px 0 2px;font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--mute)}
+.cols ol,.cols ul{margin:2px 0;padding-left:20px}
+.cols ol li:first-child{font-weight:600}
+.fix li:first-child{font-weight:600}
+.warnings{color:#8a5a00;background:#fff8e6;border-radius:4px;padding:6px 10px 6px 26px;font-size:13px}
+details.config summary{cursor:pointer;color:var(--mute);font-size:12.5px}
+details.config table{font-size:12px;border-collapse:collapse}
+details.config td{padding:0 12px 0 0;word-break:break-all}
+.extra{background:#fff;border:1px solid var(--line);border-radius:6px;padding:4px 16px;margin:12px 0}
+.extra table{border-collapse:collapse}.extra td,.extra th{border:1px solid var(--line);padding:3px 8px}
+svg.spark{vertical-align:middle}
+@media (max-width:700px){.cols{grid-template-columns:1fr}}
+"""
+
+#: Click a header to sort the index by it (numbers by their data-sort key); the only script in the page.
+SORT_JS = """
+document.querySelectorAll("table.index th").forEach(function(th,col){th.addEventListener("click",function(){
+var tb=th.closest("table").tBodies[0],rows=Array.from(tb.rows),asc=th.dataset.dir!=="asc";th.dataset.dir=asc?"asc":"desc";
+rows.sort(function(a,b){var x=a.cells[col].dataset.sort||a.cells[col].textContent,y=b.cells[col].dataset.sort||b.cells[col].textContent;
+var nx=parseFloat(x),ny=parseFloat(y),c=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?c:-c;});
+rows.forEach(function(r){tb.appendChild(r);});});});
+"""
+
+
+def _chips(findings: list[Finding]) -> str:
+    return "".join(f'<span class="chip bg-{escape(f.severity)}" title="{escape(f.title)}">{escape(f.code)}</span>' for f in findings)
+
+
+def _status(status: str) -> str:
+    return f'<span class="status fg-{status}">{STATUS_MARK.get(status, "?")} {status.upper()}</span>'
+
+
+def _index(diagnosis: Diagnosis, ids: dict[int, int]) -> str:
+    rows = []
+    for rank, rd in enumerate(by_severity(diagnosis.runs)):
+        loss = main_loss(rd)
+        last = float(loss.values[-1]) if loss is not None else None
+        last_key = "" if last is None else (f"{last:.6g}" if last == last and abs(last) != float("inf") else "1e308")
+        steps = int(loss.steps[-1]) if loss is not None else None
+        rows.append(
+            "<tr>"
+            f'<td data-sort="{rank:06d}">{_status(rd.status)}</td>'
+            f'<td><a href="#run-{ids[id(rd)]}">{escape(rd.run.name)}</a></td>'
+            f"<td>{_chips(rd.findings)}</td>"
+            f"<td>{svg_sparkline(loss)}</td>"
+            f'<td class="num" data-sort="{last_key}">{"" if last is None else escape(fmt_num(last))}</td>'
+            f'<td class="num" data-sort="{steps if steps is not None else ""}">{"" if steps is None else f"{steps:,}"}</td>'
+            f"<td>{escape(rd.run.format)}</td>"
+            "</tr>"
+        )
+    head = "".join(f"<th>{h}</th>" for h in ("status", "run", "findings", "loss", "last loss", "steps", "format"))
+    return f'<table class="index"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _finding(f: Finding) -> str:
+    loc = " · ".join(p for p in (f"<code>{escape(f.metric)}</code>" if f.metric else "", escape(step_range(f))) if p)
+    ev = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in evidence_items(f.evidence))
+    causes = "".join(f"<li>{escape(c)}</li>" for c in f.causes)
+    fixes = "".join(f"<li>{escape(x)}</li>" for x in f.fixes)
+    cols = ""
+    if causes or fixes:
+        cols = (
+            '<div class="cols">'
+            + (f"<div><h4>Likely causes</h4><ol>{causes}</ol></div>" if causes else "<div></div>")
+            + (f'<div class="fix"><h4>Fix</h4><ul>{fixes}</ul></div>' if fixes else "")
+            + "</div>"
+        )
+    return (
+        f'<li class="finding {escape(f.severity)}">'
+        f'<span class="chip bg-{escape(f.severity)}">{escape(f.code)}</span> '
+        f'<span class="fg-{escape(f.severity)}">{escape(f.severity)}</span> · confidence {f.confidence:.2f}'
+        f'<div class="ftitle">{escape(f.title)}</div>'
+        + (f'<div class="where">{loc}</div>' if loc else "")
+        + (f'<table class="evidence">{ev}</table>' if ev else "")
+        + cols
+        + "</li>"
+    )
+
+
+def _config(config: dict) -> str:
+    if not config:
+        return ""
+    items = sorted(config.items(), key=lambda kv: str(kv[0]))
+    rows = "".join(
+        f"<tr><td><code>{escape(str(k))}</code></td><td>{escape(_short(fmt_num(v)))}</td></tr>" for k, v in items[:MAX_CONFIG]
+    )
+    more = f"<p>… and {len(items) - MAX_CONFIG} more</p>" if len(items) > MAX_CONFIG else ""
+    return f'<details class="config"><summary>config ({len(items)} keys)</summary><table>{rows}</table>{more}</details>'
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _run(i: int, rd: RunDiagnosis, png: bytes | None, expanded: bool) -> str:
+    roles = ", ".join(f"{escape(role)} = <code>{escape(name)}</code>" for role, name in rd.roles.items())
+    plot = (
+        f'<img class="plot" alt="curves of {escape(rd.run.name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+        if png
+        else ""
+    )
+    findings = f'<ol class="findings">{"".join(_finding(f) for f in rd.findings)}</ol>' if rd.findings else "<p>No problem found.</p>"
+    warnings = (
+        '<ul class="warnings">' + "".join(f"<li>{escape(w)}</li>" for w in rd.run.warnings) + "</ul>" if rd.run.warnings else ""
+    )
+    return (
+        f'<section class="run {rd.status}" id="run-{i}"><details{" open" if expanded else ""}>'
+        f'<summary>{_status(rd.status)} <span class="runname">{escape(rd.run.name)}</span> {_chips(rd.findings)}</summary>'
+        f'<div class="body"><div class="meta">{escape(rd.run.format)} · <span class="mono">{escape(rd.run.path)}</span>'
+        + (f"<br>roles: {roles}" if roles else "")
+        + f"</div>{plot}{findings}{warnings}{_config(rd.run.config)}</div></details></section>"
+    )
+
+
+def _extra(sections: list[tuple[str, str]]) -> str:
+    if not sections:
+        return ""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    return "".join(f'<h2>{escape(title)}</h2><div class="extra">{md.render(body)}</div>' for title, body in sections)
+
+
+def render_html(
+    diagnosis: Diagnosis,
+    extra_sections: list[tuple[str, str]] | None = None,
+    plots: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+    title: str = "logdoctor report",
+) -> str:
+    """The whole report as one HTML document (runs in severity order, each with its plot unless `plots` is False)."""
+    plotter = None
+    if plots and diagnosis.runs:
+        from .plots import RunPlotter
+
+        plotter = RunPlotter()
+    ordered = by_severity(diagnosis.runs)
+    ids = {id(rd): i for i, rd in enumerate(ordered, 1)}
+    many = len(ordered) > EXPAND_ALL_UP_TO
+    sections = []
+    for i, rd in enumerate(ordered, 1):
+        png = plotter.png(rd) if plotter is not None else None
+        sections.append(_run(i, rd, png, expanded=not (many and rd.status == "healthy")))
+        if progress:
+            progress(i, len(ordered))
+    counts = status_counts(diagnosis.runs)
+    badges = "".join(f'<span class="bg-{s}">{n} {s}</span>' for s, n in sorted(counts.items(), key=lambda kv: STATUS_ORDER[kv[0]]))
+    errors = (
+        "<h2>Skipped</h2><ul class=\"warnings\">" + "".join(f"<li>{escape(e)}</li>" for e in diagnosis.errors) + "</ul>"
+        if diagnosis.errors
+        else ""
+    )
+    body = (
+        f"<h1>{escape(title)}</h1>"
+        f'<div class="sub"><span class="mono">{escape(diagnosis.root)}</span> · {len(diagnosis.runs)} run(s) · logdoctor {escape(__version__)}</div>'
+        f'<div class="counts">{badges}</div>'
+        + _extra(extra_sections or [])
+        + (f"<h2>Runs</h2>{_index(diagnosis, ids)}" if diagnosis.runs else f"<p>No training runs found under {escape(diagnosis.root)}.</p>")
+        + "".join(sections)
+        + errors
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{escape(title)} · {escape(diagnosis.root)}</title><style>{CSS}</style></head>"
+        f"<body><main>{body}</main><script>{SORT_JS}</script></body></html>\n"
+    )

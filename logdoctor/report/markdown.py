@@ -1,0 +1,136 @@
+"""Markdown report (GitHub-flavoured): the terminal report's content, pasteable into an issue or PR.
+
+Layout: a title line with the counts, any extra sections, a summary table
+(worst first, linking to each run), then one section per run: the status, a
+PNG plot (written next to the report; none with `--no-plots`), and each
+finding with where it is, its evidence in numbers, likely causes and fixes.
+
+Every string that came from a log (run names, metric names, paths, warning
+lines) goes through `md_escape`, so a run named `<script>` or `a|b` neither
+injects markup nor breaks a table.
+
+Public API (also used by `logdoctor audit`):
+`render_markdown(diagnosis, extra_sections=None, plots_dir=None, plots_href=None, progress=None) -> str`.
+`extra_sections` is a list of `(title, markdown body)` placed after the
+header, before the summary; the body is trusted Markdown (escape log strings
+in it with `report.text.md_escape`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from .. import __version__
+from ..model import Diagnosis, Finding, RunDiagnosis
+from .sparkline import sparkline
+from .text import by_severity, counts_line, evidence_items, fmt_num, main_loss, md_escape, slug, step_range
+
+STATUS_MARK = {"critical": "🔴", "warning": "🟠", "healthy": "🟢"}
+SEVERITY_MARK = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
+
+
+def _anchor(i: int) -> str:
+    return f"run-{i}"
+
+
+def _finding(i: int, f: Finding) -> list[str]:
+    lines = [f"**{i}. `{f.code}`** — {f.severity}, confidence {f.confidence:.2f}: {md_escape(f.title)}", ""]
+    loc = ", ".join(p for p in (f"`{md_escape(f.metric)}`" if f.metric else "", step_range(f)) if p)
+    if loc:
+        lines.append(f"- **where:** {loc}")
+    items = evidence_items(f.evidence)
+    if items:
+        lines.append("- **evidence:** " + ", ".join(f"{md_escape(k)} **{md_escape(v)}**" for k, v in items))
+    if f.causes:
+        lines.append("- **likely causes:**")
+        lines += [f"  {n}. {md_escape(c)}" for n, c in enumerate(f.causes, 1)]
+    if f.fixes:
+        lines.append("- **fix:**")
+        lines += [f"  - {md_escape(x)}" for x in f.fixes]
+    lines.append("")
+    return lines
+
+
+def _run(i: int, rd: RunDiagnosis, plot: str | None) -> list[str]:
+    lines = [
+        f'<a id="{_anchor(i)}"></a>',
+        "",
+        f"### {STATUS_MARK.get(rd.status, '')} {rd.status.upper()} · {md_escape(rd.run.name)}",
+        "",
+        f"`{md_escape(rd.run.format)}` · {md_escape(rd.run.path)}",
+        "",
+    ]
+    loss = main_loss(rd)
+    if loss is not None and plot is None:
+        lines += [f"`{md_escape(loss.name)}` {sparkline(loss)}", ""]
+    if plot:
+        lines += [f"![loss and findings of {md_escape(rd.run.name)}]({plot})", ""]
+    if not rd.findings:
+        lines += ["No problem found.", ""]
+    for n, f in enumerate(rd.findings, 1):
+        lines += _finding(n, f)
+    for w in rd.run.warnings:
+        lines.append(f"> ⚠️ {md_escape(w)}")
+    if rd.run.warnings:
+        lines.append("")
+    return lines
+
+
+def summary_table(diagnosis: Diagnosis, index: dict[int, int]) -> list[str]:
+    """Worst-first table of runs; `index` maps id(run diagnosis) to its section number (for links)."""
+    lines = ["| status | run | findings | loss | last |", "| --- | --- | --- | --- | ---: |"]
+    for rd in by_severity(diagnosis.runs):
+        loss = main_loss(rd)
+        last = fmt_num(loss.values[-1]) if loss is not None else ""
+        codes = " ".join(f"{SEVERITY_MARK.get(f.severity, '')}`{f.code}`" for f in rd.findings)
+        lines.append(
+            f"| {STATUS_MARK.get(rd.status, '')} {rd.status} | [{md_escape(rd.run.name)}](#{_anchor(index[id(rd)])}) "
+            f"| {codes} | {sparkline(loss, 12)} | {last} |"
+        )
+    return lines + [""]
+
+
+def render_markdown(
+    diagnosis: Diagnosis,
+    extra_sections: list[tuple[str, str]] | None = None,
+    plots_dir: Path | None = None,
+    plots_href: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> str:
+    """The whole report as Markdown; with `plots_dir`, one PNG per run is written there and linked."""
+    plotter = None
+    if plots_dir is not None:
+        from .plots import RunPlotter
+
+        plots_dir.mkdir(parents=True, exist_ok=True)
+        plotter = RunPlotter()
+    href = plots_href if plots_href is not None else (plots_dir.name if plots_dir else "")
+    lines = [
+        "# logdoctor report",
+        "",
+        f"`{md_escape(diagnosis.root)}` · {counts_line(diagnosis.runs)} · logdoctor {__version__}",
+        "",
+    ]
+    for title, body in extra_sections or []:
+        lines += [f"## {title}", "", body.rstrip(), ""]
+    if not diagnosis.runs:
+        lines += [f"No training runs found under `{md_escape(diagnosis.root)}`.", ""]
+    index = {id(rd): i for i, rd in enumerate(diagnosis.runs, 1)}
+    if len(diagnosis.runs) > 1:
+        lines += ["## Summary", ""] + summary_table(diagnosis, index)
+    if diagnosis.runs:
+        lines += ["## Runs", ""]
+    for i, rd in enumerate(diagnosis.runs, 1):
+        plot = None
+        if plotter is not None:
+            png = plotter.png(rd)
+            if png is not None:
+                name = f"{i:04d}-{slug(rd.run.name)}.png"
+                (plots_dir / name).write_bytes(png)
+                plot = f"{href}/{name}" if href else name
+        lines += _run(i, rd, plot)
+        if progress:
+            progress(i, len(diagnosis.runs))
+    if diagnosis.errors:
+        lines += ["## Skipped", ""] + [f"- {md_escape(e)}" for e in diagnosis.errors] + [""]
+    return "\n".join(lines).rstrip() + "\n"

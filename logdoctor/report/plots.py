@@ -1,0 +1,234 @@
+"""Per-run figures for the Markdown and HTML reports (matplotlib, Agg, imported lazily).
+
+What a figure shows, top to bottom:
+
+* the loss panel: train and validation loss, the LR on a twin axis, each
+  finding's step range shaded in its severity colour and labelled with its
+  code, and a marker where the loss first turns NaN/inf;
+* a grad-norm panel and a loss-scale panel, only where the run logs them.
+
+Renderers compute nothing new: the figure draws the run's own scalars (looked
+up by the roles the diagnosis already assigned) and the findings' step ranges.
+
+Scale: a 1,000-run report must take seconds, not minutes. Long series are
+downsampled for drawing with min/max per bucket (`downsample`), which keeps
+every spike visible; a `RunPlotter` reuses one Agg figure per panel layout
+instead of building a new one per run; figures are small and low-dpi PNGs.
+
+Public API (also used by `logdoctor audit`): `downsample`, `RunPlotter`
+(`.png(rd) -> bytes | None`), `plot_series_for(rd)`.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..curves import first_nonfinite
+from ..model import RunDiagnosis, Series
+from ..view import RunView
+
+#: Points drawn per line at most (min and max of MAX_POINTS / 2 buckets).
+MAX_POINTS = 1200
+SEVERITY_COLOR = {"critical": "#d62728", "warning": "#ff9f1c", "info": "#4a90d9"}
+LINE_COLOR = {
+    "train_loss": "#1f4e9c",
+    "val_loss": "#e8710a",
+    "lr": "#7f7f7f",
+    "grad_norm": "#7b3fa0",
+    "loss_scale": "#2a9d5c",
+    "other": "#444444",
+}
+
+
+def downsample(steps: np.ndarray, values: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """Finite points thinned to at most `max_points`, keeping each bucket's min and max (so spikes survive)."""
+    steps = np.asarray(steps)
+    values = np.asarray(values, dtype=np.float64)
+    ok = np.isfinite(values)
+    if not ok.all():
+        steps, values = steps[ok], values[ok]
+    n = len(values)
+    if n <= max_points:
+        return steps, values
+    size = int(np.ceil(n / (max_points // 2)))
+    rows = int(np.ceil(n / size))
+    padded = np.full(rows * size, np.nan)
+    padded[:n] = values
+    grid = padded.reshape(rows, size)
+    base = np.arange(rows) * size
+    idx = np.unique(np.concatenate([base + np.nanargmin(grid, axis=1), base + np.nanargmax(grid, axis=1)]))
+    return steps[idx], values[idx]
+
+
+@dataclass
+class Panel:
+    """One axes' worth of lines: role -> Series; `twin` lines go on a right-hand axis."""
+
+    key: str
+    ylabel: str
+    lines: list[tuple[str, Series]] = field(default_factory=list)
+    twin: list[tuple[str, Series]] = field(default_factory=list)
+
+    @property
+    def metrics(self) -> set[str]:
+        return {s.name for _, s in self.lines + self.twin}
+
+
+def plot_series_for(rd: RunDiagnosis) -> list[Panel]:
+    """The panels a run's figure has, from the roles its diagnosis assigned; [] when nothing to draw."""
+    view = RunView(rd.run)
+
+    def get(role: str) -> Series | None:
+        name = rd.roles.get(role)
+        series = view.metric(name) if name else None
+        return series if series is not None and len(series) else None
+
+    main = Panel("loss", "loss")
+    for role in ("train_loss", "val_loss"):
+        s = get(role)
+        if s is not None:
+            main.lines.append((role, s))
+    placed = {s.name for _, s in main.lines}
+    extra = []
+    for role, ylabel in (("grad_norm", "grad norm"), ("loss_scale", "loss scale")):
+        s = get(role)
+        if s is not None:
+            extra.append(Panel(role, ylabel, [(role, s)]))
+            placed.add(s.name)
+    lr = get("lr")
+    if lr is not None:
+        placed.add(lr.name)
+    # a finding about a metric no panel shows yet (reward, accuracy...) still gets its curve drawn
+    for f in rd.findings:
+        if f.metric and f.metric not in placed:
+            s = view.metric(f.metric)
+            if s is not None and len(s):
+                main.lines.append(("other", s))
+                placed.add(s.name)
+    panels = ([main] if main.lines else []) + extra
+    if not panels:
+        return []
+    if lr is not None:
+        panels[0].twin.append(("lr", lr))
+    return panels
+
+
+class RunPlotter:
+    """Draws run figures as PNG bytes, reusing one figure per panel count (much faster than a new figure per run)."""
+
+    def __init__(self, width_in: float = 8.0, dpi: int = 100):
+        from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
+
+        self._Figure = Figure
+        self.width_in = width_in
+        self.dpi = dpi
+        self._figures: dict[int, object] = {}
+
+    def _figure(self, n: int):
+        fig = self._figures.get(n)
+        if fig is None:
+            fig = self._Figure(figsize=(self.width_in, 2.7 + 1.45 * (n - 1)), dpi=self.dpi, layout="constrained")
+            self._figures[n] = fig
+        fig.clear()
+        heights = [2.0] + [1.0] * (n - 1)
+        axes = fig.subplots(n, 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
+        return fig, list(axes)
+
+    def png(self, rd: RunDiagnosis) -> bytes | None:
+        """The run's figure as PNG bytes, or None when it logs nothing drawable."""
+        panels = plot_series_for(rd)
+        if not panels:
+            return None
+        fig, axes = self._figure(len(panels))
+        for ax, panel in zip(axes, panels):
+            _draw_panel(ax, panel)
+        _shade_findings(axes, panels, rd)
+        axes[-1].set_xlabel("step")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=self.dpi)
+        return buf.getvalue()
+
+
+def _draw_panel(ax, panel: Panel) -> None:
+    positive = True
+    spans = []
+    for role, s in panel.lines:
+        x, y = downsample(s.steps, s.values)
+        split = {"train_loss": "train", "val_loss": "val"}.get(role)
+        label = f"{split}: {s.name}" if split and split != s.name else s.name
+        style = {"marker": "o", "markersize": 3} if len(x) <= 60 and role == "val_loss" else {}
+        ax.plot(x, y, color=LINE_COLOR.get(role, LINE_COLOR["other"]), lw=1.2, label=label, **style)
+        if len(y):
+            positive &= bool(y.min() > 0)
+            spans.append((y.min(), y.max()))
+        bad = first_nonfinite(s.values)
+        if bad is not None:
+            at = s.steps[bad]
+            right_half = at > (s.steps[0] + s.steps[-1]) / 2
+            ax.axvline(at, color=SEVERITY_COLOR["critical"], ls=":", lw=1.5)
+            ax.annotate(
+                f"{s.values[bad]} from step {int(at):,}", xy=(at, 0.5), xycoords=("data", "axes fraction"),
+                xytext=(-4 if right_half else 4, 0), textcoords="offset points", ha="right" if right_half else "left",
+                color=SEVERITY_COLOR["critical"], fontsize=8,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+            )
+    if spans and positive and max(hi for _, hi in spans) / min(lo for lo, _ in spans) > 100:
+        ax.set_yscale("log")
+    if panel.key == "loss_scale" and positive and spans:
+        ax.set_yscale("log", base=2)
+    ax.set_ylabel(panel.ylabel, fontsize=9)
+    ax.tick_params(labelsize=8)
+    ax.grid(True, alpha=0.25)
+    handles, labels = ax.get_legend_handles_labels()
+    for role, s in panel.twin:
+        twin = ax.twinx()
+        x, y = downsample(s.steps, s.values)
+        twin.plot(x, y, color=LINE_COLOR["lr"], lw=1.0, ls="--", label=s.name if s.name.lower() in ("lr", "learning_rate") else f"lr: {s.name}")
+        if len(y) and y.min() > 0 and y.max() / y.min() > 1000:
+            twin.set_yscale("log")
+        elif len(y) and y.min() >= 0 and y.max() > 0:
+            twin.set_ylim(0, y.max() * 1.08)  # from zero, so a constant LR is a flat line, not noise-scaled
+        twin.set_ylabel("learning rate", fontsize=9, color=LINE_COLOR["lr"])
+        twin.tick_params(labelsize=8, colors=LINE_COLOR["lr"])
+        h, lab = twin.get_legend_handles_labels()
+        handles, labels = handles + h, labels + lab
+    if handles:
+        # above the axes, so it never hides the curve or a finding's label
+        ax.legend(
+            handles, [_short(lab) for lab in labels], fontsize=7.5, loc="lower right", bbox_to_anchor=(1.0, 1.0),
+            ncol=min(4, len(handles)), frameon=False, borderaxespad=0.1,
+        )
+
+
+def _short(label: str, limit: int = 48) -> str:
+    return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def _shade_findings(axes: list, panels: list[Panel], rd: RunDiagnosis) -> None:
+    """Shade each finding's step range on the panel showing its metric (else the first), labelled with its code."""
+    stacked: dict[int, int] = {}
+    for f in rd.findings:
+        if not f.steps:
+            continue
+        i = next((k for k, p in enumerate(panels) if f.metric in p.metrics), 0)
+        ax = axes[i]
+        color = SEVERITY_COLOR.get(f.severity, SEVERITY_COLOR["info"])
+        a, b = f.steps
+        if a == b:
+            ax.axvline(a, color=color, lw=2, alpha=0.7)
+        else:
+            ax.axvspan(a, b, color=color, alpha=0.13, lw=0)
+            for edge in (a, b):
+                ax.axvline(edge, color=color, lw=0.8, alpha=0.6)
+        for k, other in enumerate(axes):  # a faint band on the other panels keeps the eye aligned
+            if k != i and a != b:
+                other.axvspan(a, b, color=color, alpha=0.06, lw=0)
+        level = stacked.get(i, 0)
+        stacked[i] = level + 1
+        ax.annotate(
+            f.code, xy=(a, 1 - 0.11 * level), xycoords=("data", "axes fraction"), xytext=(3, -3),
+            textcoords="offset points", va="top", fontsize=8.5, fontweight="bold", color=color,
+            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+        )

@@ -1,0 +1,209 @@
+"""Words and numbers shared by every human-readable renderer.
+
+Terminal, Markdown and HTML all say the same things about a finding; this
+module is where they are phrased once: number formatting (`fmt_num`), the
+evidence dict as readable phrases (`evidence_items`), the step range, the
+status ordering, and Markdown escaping for strings that came from a log.
+
+Evidence is rendered generically from its keys, so a new rule needs no
+renderer change: `slope_per_step` reads "slope -7e-7/step", `p` reads
+"p = 0.41", `frac_above_clip` reads "above clip 97%", a `loss_start` /
+`loss_end` pair reads "loss 2.301 → 2.298", step keys get thousands
+separators.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from ..model import SEVERITY_RANK, Finding, RunDiagnosis, Series
+from ..view import RunView
+
+STATUS_ORDER = {"critical": 0, "warning": 1, "healthy": 2}
+
+#: (suffix in a key, unit appended to the value)
+_UNIT_SUFFIXES = (
+    ("_per_1k_steps", "/1k steps"),
+    ("_per_step", "/step"),
+    ("_per_epoch", "/epoch"),
+    ("_steps", " steps"),
+    ("_pct", "%"),
+    ("_percent", "%"),
+)
+#: Pairs of key parts that read as "before → after".
+_PAIRS = (("start", "end"), ("first", "last"), ("initial", "final"), ("before", "after"), ("from", "to"))
+_FRACTION_TOKENS = {"frac", "fraction", "share"}
+_STEP_TOKENS = {"step", "steps", "epoch", "epochs", "iteration", "iter", "count", "n", "points", "halvings"}
+_MAX_LIST = 6
+
+
+def fmt_num(value: Any) -> str:
+    """A number as a person reads it: 2.301, 4,000, 7e-7, NaN; other values as str."""
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        a = abs(v)
+        if a == 0:
+            return "0"
+        if a >= 1e6 or a < 1e-3:
+            return _sci(v)
+        if a >= 1000:
+            return f"{v:,.0f}"
+        if v.is_integer():
+            return f"{int(v):,}"
+        return f"{v:.4g}"
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = [fmt_num(x) for x in list(value)[:_MAX_LIST]]
+        more = len(value) - _MAX_LIST
+        return ", ".join(items) + (f" (+{more} more)" if more > 0 else "")
+    if isinstance(value, str):
+        return _numeric_string(value)
+    return str(value)
+
+
+def _sci(v: float) -> str:
+    """Compact scientific notation: 7e-7, 1.2e6 (no '+' or leading zeros)."""
+    mantissa, exp = f"{v:.1e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exp)}"
+
+
+def _numeric_string(value: str) -> str:
+    """JSON turns inf/NaN into strings; render those like numbers."""
+    return {"nan": "NaN", "inf": "inf", "-inf": "-inf"}.get(value.lower(), value)
+
+
+def _label(key: str) -> str:
+    return " ".join(t for t in re.split(r"[_\s]+", key) if t)
+
+
+def _one(key: str, value: Any) -> tuple[str, str]:
+    """One evidence entry as (label, value with unit)."""
+    toks = [t for t in key.lower().split("_") if t]
+    unit = ""
+    label = key
+    for suffix, u in _UNIT_SUFFIXES:
+        if key.lower().endswith(suffix) and len(key) > len(suffix):
+            label, unit = key[: -len(suffix)], u
+            break
+    if isinstance(value, (float, np.floating)) and _FRACTION_TOKENS & set(toks) and 0 <= float(value) <= 1:
+        rest = [t for t in label.split("_") if t.lower() not in _FRACTION_TOKENS]
+        pct = 100 * float(value)
+        return _label("_".join(rest)) or "fraction", (f"{pct:.3g}%" if pct < 99.95 or pct == 100 else "99.9%+")
+    if isinstance(value, (float, np.floating)) and set(toks) & _STEP_TOKENS and math.isfinite(float(value)):
+        if float(value).is_integer():
+            value = int(value)
+    return _label(label), fmt_num(value) + unit
+
+
+def evidence_items(evidence: dict[str, Any]) -> list[tuple[str, str]]:
+    """The evidence dict as (label, formatted value) pairs, start/end pairs merged as 'a → b'."""
+    keys = list(evidence)
+    used: set[str] = set()
+    out: list[tuple[str, str]] = []
+    for key in keys:
+        if key in used:
+            continue
+        pair = _pair_of(key, evidence)
+        if pair:
+            stem, other = pair
+            used.update((key, other))
+            out.append((_label(stem) or "value", f"{fmt_num(evidence[key])} → {fmt_num(evidence[other])}"))
+            continue
+        used.add(key)
+        out.append(_one(key, evidence[key]))
+    return out
+
+
+def _pair_of(key: str, evidence: dict[str, Any]) -> tuple[str, str] | None:
+    """If `key` is the first half of a before/after pair present in `evidence`: (stem, partner key)."""
+    for a, b in _PAIRS:
+        for pattern, partner, stem in (
+            (rf"^(.*)_{a}$", lambda s: f"{s}_{b}", lambda s: s),
+            (rf"^{a}_(.*)$", lambda s: f"{b}_{s}", lambda s: s),
+            (rf"^{a}$", lambda s: b, lambda s: ""),
+        ):
+            m = re.match(pattern, key)
+            if m is None:
+                continue
+            s = m.group(1) if m.groups() else ""
+            other = partner(s)
+            if other in evidence and not isinstance(evidence[key], (list, dict)):
+                return stem(s), other
+    return None
+
+
+def evidence_text(evidence: dict[str, Any]) -> str:
+    """Evidence as one line: 'loss 2.301 → 2.298, slope -7e-7/step, p = 0.41'."""
+    return ", ".join(f"{label} = {value}" if len(label) <= 2 else f"{label} {value}" for label, value in evidence_items(evidence))
+
+
+def step_range(finding: Finding) -> str:
+    """'steps 0–4,000', 'step 1,200', or '' when the finding has no step range."""
+    if not finding.steps:
+        return ""
+    a, b = finding.steps
+    return f"step {a:,}" if a == b else f"steps {a:,}–{b:,}"
+
+
+def where(finding: Finding) -> str:
+    """The metric and step range a finding is about: 'train/loss, steps 0–4,000'."""
+    return ", ".join(p for p in (finding.metric or "", step_range(finding)) if p)
+
+
+def main_loss(rd: RunDiagnosis) -> Series | None:
+    """The run's train loss (else validation loss) under the roles the diagnosis assigned, or None."""
+    name = rd.roles.get("train_loss") or rd.roles.get("val_loss")
+    series = RunView(rd.run).metric(name) if name else None
+    return series if series is not None and len(series) else None
+
+
+def by_severity(runs: list[RunDiagnosis]) -> list[RunDiagnosis]:
+    """Runs worst first (status, then their top finding's confidence); stable otherwise."""
+
+    def key(rd: RunDiagnosis):
+        top = rd.findings[0] if rd.findings else None
+        return (
+            STATUS_ORDER.get(rd.status, 9),
+            SEVERITY_RANK.get(top.severity, 9) if top else 9,
+            -(top.confidence if top else 0.0),
+        )
+
+    return sorted(runs, key=key)
+
+
+def status_counts(runs: list[RunDiagnosis]) -> dict[str, int]:
+    counts = {"critical": 0, "warning": 0, "healthy": 0}
+    for rd in runs:
+        counts[rd.status] = counts.get(rd.status, 0) + 1
+    return counts
+
+
+def counts_line(runs: list[RunDiagnosis]) -> str:
+    """'12 runs: 3 critical, 2 warning, 7 healthy'."""
+    c = status_counts(runs)
+    return f"{len(runs)} run{'s' if len(runs) != 1 else ''}: " + ", ".join(f"{n} {s}" for s, n in c.items())
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+
+
+def md_escape(text: str) -> str:
+    """Escape a log-supplied string for GitHub Markdown (no formatting, no raw HTML, table-safe)."""
+    text = str(text).replace("&", "&amp;").replace("\r", " ").replace("\n", " ")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def slug(name: str, limit: int = 60) -> str:
+    """A file-name-safe form of a run name (for plot files next to a Markdown report)."""
+    out = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "run"
+    return out[:limit]
