@@ -1,42 +1,188 @@
-"""Plain CSV logs: wide (a step column + one column per metric) or long (metric, step, value)."""
+"""CSV training logs, recognised by their header.
+
+Layouts, most specific first (the header decides, file names only confirm):
+
+* ``lightning``: PyTorch Lightning ``CSVLogger`` ``metrics.csv`` (``step`` and
+  ``epoch`` columns; train and validation metrics on different rows, blanks
+  elsewhere) with ``hparams.yaml`` beside it. The run is the version folder.
+* ``ultralytics``: YOLO ``results.csv`` (header padded with spaces, ``epoch``
+  plus ``train/...``, ``val/...``, ``metrics/...``, ``lr/pg0``...) with
+  ``args.yaml``. The run is the training folder.
+* ``keras_csv``: Keras ``CSVLogger`` or a saved ``history.history``
+  (``epoch,loss,val_loss,...``, or no epoch column at all: the row is the epoch).
+* ``csv``: long ``metric,step,value`` or any wide table with a step column.
+
+Which CSVs are claimed: a folder walk meets users' data files too, so a CSV is
+only taken as a log when its header has a step-like column or a column whose
+name has a metric role (loss, lr, accuracy...); other CSVs are left alone
+quietly. Files that cannot be CSV at all (0 bytes, binary) are claimed so the
+user gets one line naming them. Reading uses polars' native reader; padded or
+text-typed numbers (``nan``, `` 1.5``) are coerced column-wise, never per row.
+"""
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import polars as pl
 
 from ..model import Run, tidy
+from ..roles import classify
 from . import Claim, ReadError, Source
+from .hparams import load_config_file
 
-_STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "epoch", "Step", "Epoch")
+STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "epoch", "Step", "Epoch", "Epochs", "epochs")
+#: Index columns pandas writes (`df.to_csv()` without index=False).
+_INDEX_COLUMNS = ("", "Unnamed: 0", "index")
+_SNIFF_BYTES = 64 * 1024
+
+
+def header(path: Path) -> list[str] | None:
+    """The stripped column names of a CSV's first line; [] for an empty file; None if not text."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except OSError:
+        return None
+    if not head:
+        return []
+    if b"\x00" in head:
+        return None
+    try:
+        text = head.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    first = text.splitlines()[0] if text.strip() else ""
+    try:
+        row = next(csv.reader(io.StringIO(first)), [])
+    except csv.Error:
+        return None
+    return [c.strip() for c in row]
+
+
+def layout(name: str, columns: list[str], folder_files: set[str] | frozenset = frozenset()) -> str | None:
+    """Which CSV layout a header belongs to, or None when it does not look like a training log."""
+    cols = set(columns)
+    if {"metric", "step", "value"} <= cols:
+        return "csv"
+    if name == "metrics.csv" and "step" in cols and ("epoch" in cols or "hparams.yaml" in folder_files):
+        return "lightning"
+    if "epoch" in cols and any(c.startswith(("train/", "val/", "metrics/")) for c in columns) and (
+        name == "results.csv" or "args.yaml" in folder_files
+    ):
+        return "ultralytics"
+    if "loss" in cols and not cols & {"step", "global_step", "_step", "iteration", "iter"}:
+        return "keras_csv"
+    if any(c in cols for c in STEP_COLUMNS) or any(classify(c) for c in columns):
+        return "csv"
+    return None
 
 
 def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
     csvs = [f for f in filenames if f.lower().endswith(".csv")]
     if not csvs:
         return None
-    return Claim(sources=[Source("csv_table", folder / f, [folder / f]) for f in csvs], files=set(csvs))
+    present = set(filenames)
+    got = Claim()
+    for name in csvs:
+        path = folder / name
+        columns = header(path)
+        kind = "csv" if not columns else layout(name, columns, present)  # unreadable: claim to report it
+        if kind is None:
+            continue
+        got.files.add(name)
+        side = {"lightning": "hparams.yaml", "ultralytics": "args.yaml"}.get(kind)
+        if side and side in present:
+            got.files.add(side)
+            got.sources.append(Source("csv_table", folder, [path, folder / side]))
+        elif side:
+            got.sources.append(Source("csv_table", folder, [path]))
+        else:
+            got.sources.append(Source("csv_table", path, [path]))
+    return got if got.sources else None
 
 
-def read(source: Source) -> list[Run]:
-    path = source.path
+def read_table(path: Path) -> pl.DataFrame:
+    """A CSV as a frame with stripped names and numeric columns numeric; ReadError if unusable."""
     try:
-        frame = pl.read_csv(path, infer_schema_length=10000, null_values=["", "nan", "NaN"])
+        if path.stat().st_size == 0:
+            raise ReadError(f"{path}: empty file (0 bytes)")
+        frame = pl.read_csv(path, infer_schema_length=10000, truncate_ragged_lines=True, encoding="utf8-lossy")
+    except ReadError:
+        raise
     except Exception as exc:  # noqa: BLE001 - polars raises many kinds for garbage input
         raise ReadError(f"{path}: not a readable CSV ({type(exc).__name__})") from None
     frame = frame.rename({c: c.strip() for c in frame.columns})
     if frame.height == 0:
         raise ReadError(f"{path}: CSV has a header but no rows")
-    if {"metric", "step", "value"} <= set(frame.columns):
-        scalars = tidy(frame.select("metric", "step", "value"))
-        return [Run(name="", path=str(path), format="csv", scalars=scalars)]
-    step_col = next((c for c in _STEP_COLUMNS if c in frame.columns), None)
+    return frame.with_columns(
+        _to_number(frame, c) for c in frame.columns if frame.schema[c] == pl.String and _parses(frame, c)
+    )
+
+
+def _to_number(frame: pl.DataFrame, column: str) -> pl.Expr:
+    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+
+
+def _parses(frame: pl.DataFrame, column: str) -> bool:
+    """True when every non-blank cell of a text column is a number (nan/inf included)."""
+    text = frame.get_column(column).str.strip_chars()
+    filled = text.filter(text.is_not_null() & (text != ""))
+    return filled.len() > 0 and filled.cast(pl.Float64, strict=False).null_count() == 0
+
+
+def numeric_columns(frame: pl.DataFrame, exclude: set[str] = frozenset()) -> list[str]:
+    return [c for c in frame.columns if c not in exclude and frame.schema[c].is_numeric() and c not in _INDEX_COLUMNS]
+
+
+def wide_to_tidy(frame: pl.DataFrame, step_col: str | None, metrics: list[str], wall_col: str | None = None) -> pl.DataFrame:
+    """One column per metric -> tidy rows; blanks (metrics logged on other rows) are dropped."""
     if step_col is None:
-        frame = frame.with_row_index("step")
-        step_col = "step"
-    metrics = [c for c in frame.columns if c != step_col and frame.schema[c].is_numeric()]
+        step = pl.int_range(0, pl.len(), dtype=pl.Int64).alias("step")
+    else:
+        step = pl.col(step_col).cast(pl.Float64).round().cast(pl.Int64).alias("step")
+    wall = pl.col(wall_col).cast(pl.Float64) if wall_col else pl.lit(None, dtype=pl.Float64)
+    wide = frame.select(step, wall.alias("wall_time"), *[pl.col(m).cast(pl.Float64) for m in metrics])
+    wide = wide.filter(pl.col("step").is_not_null())
+    long = wide.unpivot(index=["step", "wall_time"], variable_name="metric", value_name="value")
+    return tidy(long.drop_nulls("value"))
+
+
+def _step_column(frame: pl.DataFrame) -> str | None:
+    """The column that holds the step; None means the row number is the step."""
+    for name in (*STEP_COLUMNS, *_INDEX_COLUMNS):
+        if name in frame.columns and frame.schema[name].is_numeric():
+            values = frame.get_column(name).drop_nulls()
+            if values.len() and (values.cast(pl.Float64) % 1 == 0).all():
+                return name
+    return None
+
+
+def read(source: Source) -> list[Run]:
+    path = source.files[0]
+    frame = read_table(path)
+    kind = layout(path.name, frame.columns, {f.name for f in source.files}) or "csv"
+    warnings: list[str] = []
+    config = {}
+    if len(source.files) > 1:
+        config = load_config_file(source.files[1], warnings)
+    if kind == "csv" and {"metric", "step", "value"} <= set(frame.columns):
+        wall = next((c for c in ("wall_time", "timestamp") if c in frame.columns), None)
+        long = frame.select(
+            pl.col("metric").cast(pl.Utf8),
+            pl.col("step").cast(pl.Float64).round().cast(pl.Int64),
+            pl.col("value").cast(pl.Float64, strict=False),
+            (pl.col(wall).cast(pl.Float64, strict=False) if wall else pl.lit(None, dtype=pl.Float64)).alias("wall_time"),
+        ).drop_nulls(["metric", "step"])
+        return [Run(name="", path=str(source.path), format="csv", scalars=tidy(long), config=config, warnings=warnings)]
+    step_col = "step" if kind == "lightning" else _step_column(frame)
+    if kind in ("ultralytics", "keras_csv") and "epoch" in frame.columns:
+        step_col = "epoch"
+    exclude = {step_col} if step_col and kind != "lightning" else {"step"}
+    metrics = numeric_columns(frame, exclude)
     if not metrics:
         raise ReadError(f"{path}: CSV has no numeric metric columns")
-    long = frame.select(pl.col(step_col).cast(pl.Int64).alias("step"), *[pl.col(m).cast(pl.Float64) for m in metrics])
-    long = long.unpivot(index="step", variable_name="metric", value_name="value").drop_nulls("value")
-    return [Run(name="", path=str(path), format="csv", scalars=tidy(long))]
+    scalars = wide_to_tidy(frame, step_col, metrics)
+    notes = [] if step_col else ["no step column: row number used as the step"]
+    return [Run(name="", path=str(source.path), format=kind, scalars=scalars, config=config, warnings=warnings, notes=notes)]

@@ -1,0 +1,114 @@
+"""Hugging Face Trainer `trainer_state.json` (its `log_history`).
+
+Each `log_history` entry is one logging event at global step `step`: training
+entries carry `loss`, `learning_rate`, `grad_norm`, `epoch`; evaluation
+entries `eval_*`. Every numeric key becomes a metric at that step. The last
+entry of a finished run is a summary (`train_runtime`, `train_loss` = the mean
+over the whole run); it is not a point on any curve, so it goes to the notes.
+
+`output_dir/checkpoint-N/trainer_state.json` files are snapshots of the same
+history cut at step N: a folder with checkpoints is one run, read from its
+most advanced state file (its own `trainer_state.json` or the latest checkpoint).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ..model import Run, tidy
+from . import Claim, ReadError, Source
+from .hparams import flatten
+
+STATE = "trainer_state.json"
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+#: Keys of `log_history` entries that are not metrics.
+_NOT_METRICS = {"step", "total_flos"}
+#: Top-level keys of the state that describe the training setup.
+_SETUP_KEYS = ("train_batch_size", "num_train_epochs", "max_steps", "logging_steps", "eval_steps", "save_steps")
+
+
+def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
+    checkpoints = [d for d in dirnames if _CHECKPOINT.match(d) and (folder / d / STATE).is_file()]
+    if STATE not in filenames and not checkpoints:
+        return None
+    files = ([folder / STATE] if STATE in filenames else []) + [folder / d / STATE for d in checkpoints]
+    owned = {STATE} if STATE in filenames else set()
+    return Claim(sources=[Source("hf_trainer", folder, files)], files=owned, prune=set(checkpoints))
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ReadError(f"{path}: cannot read ({exc.strerror})") from None
+    if not text.strip():
+        raise ReadError(f"{path}: empty file")
+    try:
+        state = json.loads(text)
+    except ValueError:
+        raise ReadError(f"{path}: not valid JSON (truncated?)") from None
+    if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
+        raise ReadError(f"{path}: not a Hugging Face trainer state (no 'log_history' list)")
+    return state
+
+
+def _progress(state: dict[str, Any]) -> tuple[int, int]:
+    """How far a state got: its global step, then its number of log entries."""
+    step = state.get("global_step")
+    return (step if isinstance(step, int) else -1, len(state["log_history"]))
+
+
+def read(source: Source) -> list[Run]:
+    states: list[tuple[Path, dict[str, Any]]] = []
+    problems: list[str] = []
+    for path in source.files:
+        try:
+            states.append((path, _load(path)))
+        except ReadError as exc:
+            problems.append(str(exc))
+    if not states:
+        raise ReadError(problems[0] if len(problems) == 1 else f"{source.path}: no readable {STATE} ({problems[0]})")
+    path, state = max(states, key=lambda ps: _progress(ps[1]))
+    notes = []
+    if len(source.files) > 1:
+        notes.append(f"{len(source.files)} trainer states (checkpoints); read the most advanced: {path.relative_to(source.path)}")
+    scalars, summary = _history(state["log_history"])
+    if summary:
+        notes.append("final summary (not a curve point): " + ", ".join(f"{k}={v:.4g}" for k, v in summary.items()))
+    config = flatten({k: state[k] for k in _SETUP_KEYS if k in state})
+    if isinstance(state.get("trial_params"), dict):
+        config.update(flatten(state["trial_params"]))
+    warnings = list(problems)
+    if scalars.is_empty():
+        warnings.append(f"{path}: log_history has no numeric entries")
+    return [Run(name="", path=str(source.path), format="hf_trainer", scalars=scalars, config=config, warnings=warnings, notes=notes)]
+
+
+def _is_summary(entry: dict[str, Any]) -> bool:
+    return "train_runtime" in entry
+
+
+def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float]]:
+    metric: list[str] = []
+    step: list[int] = []
+    value: list[float] = []
+    summary: dict[str, float] = {}
+    for entry in log_history:
+        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
+            continue
+        numbers = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if _is_summary(entry):
+            summary.update({k: v for k, v in numbers.items() if k.startswith("train_")})
+            continue
+        for key, v in numbers.items():
+            if key in _NOT_METRICS:
+                continue
+            metric.append(key)
+            step.append(entry["step"])
+            value.append(v)
+    frame = pl.DataFrame({"metric": metric, "step": step, "value": value}, schema={"metric": pl.Utf8, "step": pl.Int64, "value": pl.Float64})
+    return tidy(frame), summary

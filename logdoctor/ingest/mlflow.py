@@ -1,0 +1,107 @@
+"""MLflow file store: `mlruns/<experiment id>/<run id>/{meta.yaml, metrics/, params/, tags/}`.
+
+Each file under `metrics/` is one metric (keys containing `/` become nested
+folders); each line is `timestamp value step` (timestamp in ms; very old
+stores write no step, then the line number is the step). `params/<key>` hold
+one hyperparameter as text each; `tags/mlflow.runName` the run's display name.
+
+An experiment folder is one source whose runs are named by `mlflow.runName`
+(the run id's prefix is added when two runs share a name). A run folder given
+directly is read on its own. Runs MLflow marks deleted are still read, with a
+note. Run folders are not walked further (their artifacts are model files).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from ..model import Run, tidy
+from . import Claim, ReadError, Source
+from .hparams import parse_scalar, read_yaml
+
+
+def _is_run(folder: Path) -> bool:
+    return (folder / "meta.yaml").is_file() and (folder / "metrics").is_dir()
+
+
+def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
+    if "meta.yaml" not in filenames:
+        return None
+    if "metrics" in dirnames:
+        return Claim(sources=[Source("mlflow", folder, [folder])], files={"meta.yaml"}, prune=set(dirnames))
+    runs = [d for d in dirnames if _is_run(folder / d)]
+    if not runs:
+        return None
+    return Claim(sources=[Source("mlflow", folder, [folder / d for d in runs])], files={"meta.yaml"}, prune=set(runs))
+
+
+def read(source: Source) -> list[Run]:
+    single = source.files == [source.path]
+    experiment, _ = ({}, None) if single else read_yaml(source.path / "meta.yaml")
+    runs = []
+    seen: set[str] = set()
+    for folder in source.files:
+        run = _read_run(folder)
+        if single:
+            run.name = ""
+        elif run.name in seen:
+            run.name = f"{run.name}-{folder.name[:8]}"
+        seen.add(run.name)
+        if experiment.get("name"):
+            run.notes.append(f"MLflow experiment '{experiment['name']}'")
+        runs.append(run)
+    return runs
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+
+
+def _read_run(folder: Path) -> Run:
+    meta, problem = read_yaml(folder / "meta.yaml")
+    warnings = [problem] if problem else []
+    notes = []
+    name = _text(folder / "tags" / "mlflow.runName") or meta.get("run_name") or folder.name
+    if meta.get("lifecycle_stage") == "deleted":
+        notes.append("run is marked deleted in MLflow")
+    frames = []
+    metrics_dir = folder / "metrics"
+    for path in sorted(p for p in metrics_dir.rglob("*") if p.is_file()):
+        key = path.relative_to(metrics_dir).as_posix()
+        try:
+            frames.append(_metric_file(path, key))
+        except ReadError as exc:
+            warnings.append(str(exc))
+    params_dir = folder / "params"
+    config = {}
+    if params_dir.is_dir():
+        for path in sorted(p for p in params_dir.rglob("*") if p.is_file()):
+            text = _text(path)
+            if text is not None:
+                config[path.relative_to(params_dir).as_posix()] = parse_scalar(text)
+    scalars = tidy(pl.concat(frames)) if frames else tidy(pl.DataFrame({"metric": [], "step": [], "value": []}))
+    if scalars.is_empty() and not warnings:
+        warnings.append(f"{folder}: MLflow run has no metric values")
+    return Run(name=str(name), path=str(folder), format="mlflow", scalars=scalars, config=config, warnings=warnings, notes=notes)
+
+
+def _metric_file(path: Path, key: str) -> pl.DataFrame:
+    """`timestamp value [step]` lines -> tidy rows for one metric."""
+    if path.stat().st_size == 0:
+        return tidy(pl.DataFrame({"metric": [], "step": [], "value": []}))
+    try:
+        raw = pl.read_csv(path, separator=" ", has_header=False, infer_schema=False, truncate_ragged_lines=True)
+    except Exception as exc:  # noqa: BLE001 - polars raises many kinds for garbage input
+        raise ReadError(f"{path}: not an MLflow metric file ({type(exc).__name__})") from None
+    number = lambda i: pl.col(raw.columns[i]).str.strip_chars().cast(pl.Float64, strict=False)  # noqa: E731
+    if raw.width < 2:
+        raise ReadError(f"{path}: not an MLflow metric file (expected 'timestamp value step' lines)")
+    step = number(2).round().cast(pl.Int64) if raw.width >= 3 else pl.int_range(0, pl.len(), dtype=pl.Int64)
+    frame = raw.select(
+        pl.lit(key).alias("metric"), step.alias("step"), number(1).alias("value"), (number(0) / 1000.0).alias("wall_time")
+    )
+    return tidy(frame.drop_nulls(["step", "value"]))

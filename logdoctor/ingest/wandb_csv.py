@@ -1,0 +1,109 @@
+"""Files exported from W&B: UI chart CSVs, API history dumps, runs tables.
+
+* UI "Export CSV" of a chart: an x-axis column (`Step`) and one column per
+  run and metric, `<run> - <metric>`, with `__MIN` / `__MAX` companions (the
+  band of the sampled bucket, not a separate series: skipped). Several runs in
+  one file become several runs; shorter runs leave blanks.
+* API history dumps (`run.history()` / `scan_history()` saved as CSV or JSONL):
+  `_step`, `_runtime`, `_timestamp` and sparse metric columns.
+* Runs-table export: one row per run, final values only (`Name`, `State`,
+  `Runtime`...). There is no curve in it, so it is reported as such instead
+  of being misread as one run with a step per row.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+
+from ..model import Run
+from . import Claim, ReadError, Source
+from .csv_table import header, numeric_columns, read_table, wide_to_tidy
+from .wandb_history import INTERNAL_PREFIX, first_json_object, frame_from_rows, read_jsonl
+
+#: `<run> - <metric>` with an optional band suffix.
+_UI_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<band>__MIN|__MAX)?$")
+_HISTORY_KEYS = {"_step", "_runtime", "_timestamp"}
+_RUNS_TABLE_KEYS = {"State", "Runtime", "Created", "Sweep", "User", "Tags", "ID"}
+
+
+def kind_of(columns: list[str]) -> str | None:
+    """'ui', 'history' or 'runs_table' for a W&B CSV header, else None."""
+    cols = set(columns)
+    if "Name" in cols and len(cols & _RUNS_TABLE_KEYS) >= 2:
+        return "runs_table"
+    if "_step" in cols or len(cols & _HISTORY_KEYS) >= 2:
+        return "history"
+    if len(columns) >= 2 and all(_UI_COLUMN.match(c) for c in columns[1:]) and not _UI_COLUMN.match(columns[0]):
+        return "ui"
+    return None
+
+
+def _jsonl_is_history(path: Path) -> bool:
+    row = first_json_object(path)
+    return row is not None and bool(_HISTORY_KEYS & set(row))
+
+
+def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
+    got = Claim()
+    for name in filenames:
+        path = folder / name
+        lower = name.lower()
+        if lower.endswith(".csv"):
+            columns = header(path)
+            if not columns or kind_of(columns) is None:
+                continue
+        elif not (lower.endswith(".jsonl") and _jsonl_is_history(path)):
+            continue
+        got.files.add(name)
+        got.sources.append(Source("wandb_csv", path, [path]))
+    return got if got.sources else None
+
+
+def read(source: Source) -> list[Run]:
+    path = source.path
+    if path.name.lower().endswith(".jsonl"):
+        rows, bad = read_jsonl(path)
+        warnings = [f"{path.name}: skipped {bad} unreadable line(s)"] if bad else []
+        return [Run(name="", path=str(path), format="wandb_csv", scalars=frame_from_rows(rows), warnings=warnings)]
+    frame = read_table(path)
+    kind = kind_of(frame.columns)
+    if kind == "runs_table":
+        raise ReadError(
+            f"{path}: W&B runs-table export ({frame.height} runs, final values only): no history to diagnose;"
+            " export each run's history (chart 'Export CSV' or run.history()) instead"
+        )
+    if kind == "history":
+        step = "_step" if "_step" in frame.columns else None
+        wall = "_timestamp" if "_timestamp" in frame.columns else None
+        metrics = [c for c in numeric_columns(frame) if not c.startswith(INTERNAL_PREFIX)]
+        if not metrics:
+            raise ReadError(f"{path}: W&B history export has no numeric metric columns")
+        return [Run(name="", path=str(path), format="wandb_csv", scalars=wide_to_tidy(frame, step, metrics, wall))]
+    return _read_ui_export(path, frame)
+
+
+def _read_ui_export(path: Path, frame: pl.DataFrame) -> list[Run]:
+    """One run per `<run> - ...` prefix, each with its own metrics; bands skipped."""
+    x_axis = frame.columns[0]
+    if not frame.schema[x_axis].is_numeric():
+        raise ReadError(f"{path}: W&B chart export whose '{x_axis}' column is not numeric")
+    by_run: dict[str, list[tuple[str, str]]] = {}
+    for column in frame.columns[1:]:
+        match = _UI_COLUMN.match(column)
+        if match and not match["band"] and frame.schema[column].is_numeric():
+            name, copy = match["run"], 1
+            while any(m == match["metric"] for _, m in by_run.get(name, [])):  # two runs share a display name
+                copy += 1
+                name = f"{match['run']} ({copy})"
+            by_run.setdefault(name, []).append((column, match["metric"]))
+    runs = []
+    for run_name, columns in by_run.items():
+        part = frame.select(x_axis, *[pl.col(c).alias(m) for c, m in columns])
+        scalars = wide_to_tidy(part, x_axis, [m for _, m in columns])
+        notes = [] if x_axis in ("Step", "step", "_step") else [f"x axis of the export is '{x_axis}', used as the step"]
+        runs.append(Run(name=run_name, path=str(path), format="wandb_csv", scalars=scalars, notes=notes))
+    if not runs:
+        raise ReadError(f"{path}: W&B chart export with no numeric run columns")
+    return runs
