@@ -134,4 +134,7 @@ def load_runs(root: Path) -> tuple[list[Run], list[str]]:
         got, errs = read_source(source, root)
         runs.extend(got)
         errors.extend(errs)
+    if root.is_file() and not runs and not errors:
+        # a folder walk skips files that are no log quietly; a file named explicitly deserves a reason
+        errors.append(f"{root}: not a training log logdoctor recognises")
     return runs, errors
