@@ -1,0 +1,179 @@
+"""clip_saturation: the gradient norm sits above the clipping threshold almost every step."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..model import Finding, Series
+from ..roles import tokens
+from ..view import RunView
+from .base import Rule
+
+#: Name tokens that mark a config key as the clipping threshold of the *gradient norm*.
+_CLIP = {"clip", "clipping", "clipnorm"}
+_NORM = {"grad", "grads", "gradient", "gradients", "norm", "clipnorm"}
+
+
+class ClipSaturation(Rule):
+    """The pre-clip gradient norm is above the clip threshold almost every step.
+
+    Symptom:
+        The logged gradient norm exceeds the clipping threshold on nearly all
+        steps (after the first few percent of the run), by a clear factor. Every
+        update is then rescaled to the threshold: clipping has stopped being a
+        guard against rare spikes and has become a hidden normalised-gradient
+        optimizer whose effective LR is lr x threshold / norm.
+        The threshold is read from the run's config under any key naming
+        gradient clipping (max_grad_norm, grad_clip, clip_grad_norm,
+        gradient_clip_val, clipnorm, ...; a value of 0 or none means off).
+        When the config does not say, the rule only fires if the logged norm
+        itself shows a hard ceiling (a post-clip norm pinned at one value for
+        most steps); a pre-clip norm with an unknown threshold is left alone,
+        because no threshold can be inferred from it.
+    Root causes:
+        - clip threshold far below the model's typical gradient norm (a value copied from another model, loss scale or batch size)
+        - the loss is summed rather than averaged (over tokens, pixels or accumulation micro-steps), inflating every gradient
+        - LR or initialisation too large, so gradients stay large throughout
+        - under AMP, clipping the still-scaled gradients (clip_grad_norm_ called before scaler.unscale_)
+    Fix:
+        - raise max_grad_norm (or grad_clip / gradient_clip_val) to about the 90th percentile of the unclipped gradient norm, so it clips only spikes
+        - average the loss (reduction='mean', divide by accumulation steps) instead of summing it
+        - under AMP call scaler.unscale_(optimizer) before torch.nn.utils.clip_grad_norm_
+    Probe:
+        update_ratio_low / update_ratio_high (update-to-weight ratio under the clipped updates); grad_explode (per-layer gradient flow)
+    Example:
+        max_grad_norm=0.01 on a model whose gradient norm is 0.5 to 3: 100 % of
+        logged steps are clipped, the median norm is 80x the threshold.
+    """
+
+    code = "clip_saturation"
+    severity = "warning"
+    defaults = {
+        "min_points": 10,
+        "skip_start_fraction": 0.05,
+        "min_fraction_clipped": 0.9,
+        "min_median_ratio": 1.5,
+        "tolerance": 0.01,
+    }
+
+    def check(self, view: RunView) -> list[Finding]:
+        grad = view.series("grad_norm")
+        if grad is None:
+            return []
+        steps, norms = _after_start(grad, self.params["skip_start_fraction"])
+        if len(norms) < self.params["min_points"] or np.max(norms) <= 0:
+            return []
+        threshold, key = clip_threshold(view.run.config)
+        if threshold is None:
+            return self._ceiling(grad, steps, norms, None, None)
+        tol = self.params["tolerance"]
+        above = norms > threshold * (1 + tol)
+        if not above.any():
+            # everything at or below the threshold: maybe the logged norm is the post-clip one
+            return self._ceiling(grad, steps, norms, threshold, key)
+        fraction, ratio = float(above.mean()), float(np.median(norms) / threshold)
+        if fraction < self.params["min_fraction_clipped"] or ratio < self.params["min_median_ratio"]:
+            return []
+        min_frac = self.params["min_fraction_clipped"]
+        confidence = 0.5 + 0.25 * min(1.0, (fraction - min_frac) / max(1 - min_frac, 1e-9)) + 0.25 * min(
+            1.0, np.log10(ratio) / np.log10(10 * self.params["min_median_ratio"])
+        )
+        return [
+            self.finding(
+                grad,
+                title=f"gradient norm above the clip threshold {threshold:g} on {fraction:.0%} of steps (median {ratio:.1f}x)",
+                steps=(int(steps[0]), int(steps[-1])),
+                confidence=confidence,
+                evidence={
+                    "clip_threshold": threshold,
+                    "threshold_key": key,
+                    "fraction_clipped": fraction,
+                    "median_norm": float(np.median(norms)),
+                    "median_ratio": ratio,
+                },
+            )
+        ]
+
+    def _ceiling(self, grad: Series, steps, norms, threshold: float | None, key: str | None) -> list[Finding]:
+        """A logged (post-clip) norm pinned at one value for most steps."""
+        ceiling = float(np.max(norms)) if threshold is None else threshold
+        if ceiling <= 0:
+            return []
+        at = np.abs(norms - ceiling) <= self.params["tolerance"] * ceiling
+        fraction = float(at.mean())
+        min_frac = self.params["min_fraction_clipped"]
+        if fraction < min_frac or (threshold is None and np.all(at)):
+            # a norm that is constant from end to end with no threshold known is not evidence of clipping
+            return []
+        confidence = 0.5 + 0.4 * (fraction - min_frac) / max(1 - min_frac, 1e-9)
+        return [
+            self.finding(
+                grad,
+                title=f"gradient norm pinned at the clip ceiling {ceiling:g} on {fraction:.0%} of steps",
+                steps=(int(steps[0]), int(steps[-1])),
+                confidence=confidence,
+                evidence={
+                    "clip_threshold": ceiling,
+                    "threshold_key": key,
+                    "threshold_from": "config" if threshold is not None else "ceiling of the logged norm",
+                    "fraction_at_ceiling": fraction,
+                },
+            )
+        ]
+
+
+def _after_start(series: Series, skip: float):
+    """Finite points after the first `skip` fraction of the series' step range (init gradients are large)."""
+    ok = np.isfinite(series.values)
+    steps, values = series.steps[ok], series.values[ok]
+    if len(steps) == 0:
+        return steps, values
+    keep = steps >= steps[0] + skip * (steps[-1] - steps[0])
+    return steps[keep], values[keep]
+
+
+def clip_threshold(config: dict[str, Any]) -> tuple[float | None, str | None]:
+    """The gradient-norm clipping threshold named anywhere in a (nested) config, and its key.
+
+    (None, None) when no key names it, clipping is off (0 / none / false), or
+    the run clips by value (gradient_clip_algorithm = 'value'), which a norm
+    cannot be compared with.
+    """
+    flat = dict(_flatten(config))
+    for key, value in flat.items():
+        if "algorithm" in tokens(key) and str(value).lower() == "value":
+            return None, None
+    for key, value in flat.items():
+        toks = set(tokens(key.rsplit(".", 1)[-1]))
+        named = (toks & _CLIP and toks & _NORM) or {"max", "grad", "norm"} <= toks
+        if not named or "value" in toks or "clipvalue" in toks:
+            continue
+        number = _number(value)
+        if number is not None:
+            return (number, key) if number > 0 else (None, None)
+    return None, None
+
+
+def _flatten(config: Any, prefix: str = ""):
+    """(dotted key, leaf) pairs of nested dicts; W&B's {'value': x} wrappers are unwrapped."""
+    if isinstance(config, dict):
+        if set(config) <= {"value", "desc"} and "value" in config:
+            yield prefix, config["value"]
+            return
+        for k, v in config.items():
+            yield from _flatten(v, f"{prefix}.{k}" if prefix else str(k))
+    else:
+        yield prefix, config
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return 0.0 if value is False else None
+    if value is None:
+        return 0.0
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if np.isfinite(number) else None

@@ -1,0 +1,153 @@
+"""lr_schedule_mismatch: the logged LR curve explains a stalled or crawling loss."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import curves
+from ..model import Finding, Series
+from ..view import RunView
+from .base import Rule
+
+
+class LrScheduleMismatch(Rule):
+    """The LR schedule does not fit the run's length: it hits its floor early, or never leaves warmup.
+
+    Symptom:
+        Read from the logged learning rate against the training loss. Either
+        the LR decays to a small fraction of its peak and sits at that floor
+        from early in the run (a cosine or step schedule sized for far fewer
+        steps, milestones hit in the first epoch, a per-step schedule stepped
+        per batch under accumulation) and the loss stops improving from then
+        on; or the LR is still climbing at the end of the run (warmup sized
+        longer than the run, a per-step warmup stepped once per epoch), so
+        most of the run trains at a fraction of the intended LR. Every LR
+        param group is checked.
+    Root causes:
+        - scheduler length (T_max, total_steps, num_training_steps, milestones) computed in epochs or for another run length, but stepped per batch, or vice versa
+        - scheduler.step() called per micro-batch under gradient accumulation, so the schedule runs accum times too fast
+        - warmup length set in steps for a run that is much shorter, or a per-step warmup stepped once per epoch
+        - a decay factor (gamma) far too strong for the number of decay steps
+    Fix:
+        - size the schedule from the real number of optimizer steps: total = epochs * ceil(len(loader) / accum_steps); pass that to T_max / num_training_steps / total_steps
+        - call optimizer.step() then scheduler.step(), once per optimizer step for per-step schedules (inside the accumulation boundary), once per epoch for epoch schedules
+        - keep warmup to about 1 to 10 % of the total steps
+        - log scheduler.get_last_lr() for every param group, every step, to see the schedule you really run
+    Probe:
+        scheduler_exhausted (the checkpoint's scheduler sits at its floor or past its planned total)
+    Example:
+        CosineAnnealingLR(T_max=epochs) stepped every batch: the LR reaches
+        zero at 20 % of the run and the loss has not moved since.
+    """
+
+    code = "lr_schedule_mismatch"
+    severity = "warning"
+    outranks = ("flat", "crawl", "plateau")
+    defaults = {
+        "min_points": 5,
+        "floor_tolerance": 0.05,
+        "max_floor_ratio": 0.2,
+        "max_floor_fraction": 0.5,
+        "max_gain_after_floor": 0.15,
+        "noise_multiple": 5.0,
+        "min_warmup_fraction": 0.5,
+        "max_mid_ratio": 0.75,
+    }
+
+    def check(self, view: RunView) -> list[Finding]:
+        loss = view.series("train_loss")
+        found = []
+        for lr in view.all_series("lr"):
+            ok = np.isfinite(lr.values)
+            if ok.sum() < self.params["min_points"] or np.max(lr.values[ok]) <= 0:
+                continue
+            lr = Series(lr.name, lr.steps[ok], lr.values[ok])
+            first, last = _span(lr, loss)
+            if last <= first:
+                continue
+            finding = self._early_floor(lr, loss, first, last) or self._endless_warmup(lr, first, last)
+            if finding:
+                found.append(finding)
+        return sorted(found, key=lambda f: -f.confidence)[:1]
+
+    def _early_floor(self, lr: Series, loss: Series | None, first: int, last: int) -> Finding | None:
+        p = self.params
+        peak, final = float(np.max(lr.values)), float(lr.values[-1])
+        at = curves.settle_index(lr.values, p["floor_tolerance"])
+        if at is None or final > p["max_floor_ratio"] * peak or loss is None:
+            return None
+        floor_step = int(lr.steps[at])
+        frac = (floor_step - first) / (last - first)
+        if frac > p["max_floor_fraction"]:
+            return None
+        # loss level at the start, where the floor was reached, and at the end
+        width = max(0.05 * (last - first), 1.0)
+        start = curves.window_level(loss, first, first + width)
+        at_floor = curves.window_level(loss, floor_step - width / 2, floor_step + width / 2)
+        end = curves.window_level(loss, last - width, last)
+        if not np.all(np.isfinite([start, at_floor, end])):
+            return None
+        before, after = start - at_floor, at_floor - end
+        # a loss that never moved counts as stalled: gains are measured against at least its noise
+        total = max(max(before, 0.0) + max(after, 0.0), p["noise_multiple"] * curves.noise_sigma(loss.values[np.isfinite(loss.values)]))
+        gain_after = after / total if total > 0 else 0.0
+        if gain_after > p["max_gain_after_floor"]:
+            return None
+        confidence = 0.5 + 0.5 * np.mean(
+            [
+                1.0 - frac / p["max_floor_fraction"],
+                1.0 - (final / peak) / p["max_floor_ratio"],
+                1.0 - max(gain_after, 0.0) / p["max_gain_after_floor"],
+            ]
+        )
+        return self.finding(
+            lr,
+            title=f"LR reached its floor ({final:.3g}, {final / peak:.1%} of peak) at {frac:.0%} of the run and the loss stalled there",
+            steps=(floor_step, last),
+            confidence=confidence,
+            evidence={
+                "kind": "early_floor",
+                "lr_peak": peak,
+                "lr_final": final,
+                "floor_step": floor_step,
+                "floor_at_fraction": frac,
+                "loss_at_floor": at_floor,
+                "loss_end": end,
+                "gain_after_floor_fraction": gain_after,
+            },
+        )
+
+    def _endless_warmup(self, lr: Series, first: int, last: int) -> Finding | None:
+        p = self.params
+        values, steps = lr.values, lr.steps
+        peak = float(np.max(values))
+        # peak at the very end (within 1 %), and still well below it half way through the run
+        if values[-1] < 0.99 * peak or values[0] > 0.5 * peak:
+            return None
+        mid = float(curves.values_at(lr, np.array([first + 0.5 * (last - first)]))[0])
+        rising = np.flatnonzero(values < 0.99 * peak)
+        ramp_end = int(steps[rising[-1] + 1]) if len(rising) and rising[-1] + 1 < len(values) else last
+        frac = (ramp_end - first) / (last - first)
+        if not np.isfinite(mid) or mid > p["max_mid_ratio"] * peak or frac < p["min_warmup_fraction"]:
+            return None
+        confidence = 0.5 + 0.5 * np.mean([min(1.0, frac), 1.0 - mid / peak])
+        return self.finding(
+            lr,
+            title=f"LR still warming up until {frac:.0%} of the run (at mid-run it was {mid / peak:.0%} of its peak)",
+            steps=(first, ramp_end),
+            confidence=confidence,
+            evidence={
+                "kind": "endless_warmup",
+                "lr_start": float(values[0]),
+                "lr_mid": mid,
+                "lr_peak": peak,
+                "warmup_end_fraction": frac,
+            },
+        )
+
+
+def _span(lr: Series, loss: Series | None) -> tuple[int, int]:
+    """The run's step range: the LR's and the training loss's together."""
+    lo, hi = int(lr.steps[0]), int(lr.steps[-1])
+    if loss is not None and len(loss):
+        lo, hi = min(lo, int(loss.steps[0])), max(hi, int(loss.steps[-1]))
+    return lo, hi

@@ -1,0 +1,113 @@
+"""overfit: validation turns and rises while training keeps improving."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import curves
+from ..model import Finding
+from ..view import RunView
+from .base import Rule
+
+
+class Overfit(Rule):
+    """Training loss keeps falling while validation loss turns and rises.
+
+    Symptom:
+        The validation loss reaches a minimum and then climbs significantly
+        (well beyond its own evaluation-to-evaluation noise and by a real
+        fraction of its best value) over several evaluations, while the
+        training loss over the same steps keeps falling: the train/val gap
+        widens. A validation curve that only flattens out is *not* overfitting.
+        When no validation loss is logged, a validation accuracy that peaks and
+        then falls is read the same way.
+    Root causes:
+        - the model has more capacity than the data supports and is memorising the training set
+        - too little regularisation: no or weak weight decay, dropout or augmentation
+        - training runs far past the best checkpoint (no early stopping)
+        - train/validation distribution differs (leakage into training, or a shifted validation set)
+    Fix:
+        - keep the checkpoint at the validation minimum (early stopping on validation loss, patience of a few evaluations)
+        - raise regularisation: weight_decay (AdamW, e.g. 0.01 to 0.1), dropout 0.1 to 0.3, stronger data augmentation
+        - more training data, or a smaller model
+    Probe:
+        none from logs alone; compare the checkpoint at the validation minimum with the last one on held-out data
+    Example:
+        A ResNet trained for 60 epochs: validation loss falls to 0.61 at epoch 14,
+        then climbs to 0.92 by epoch 60 while training loss goes from 0.45 to 0.02.
+    """
+
+    code = "overfit"
+    severity = "warning"
+    defaults = {
+        "min_val_points": 5,
+        "min_points_after_min": 3,
+        "min_rise_relative": 0.05,
+        "min_rise_noise": 3.0,
+        "min_rise_tau": 0.3,
+        "smoothing_window": 3,
+    }
+
+    def check(self, view: RunView) -> list[Finding]:
+        train = view.series("train_loss")
+        val, sign = view.series("val_loss"), 1.0
+        if val is None:
+            val, sign = view.series("val_acc"), -1.0
+        if train is None or val is None:
+            return []
+        ok = np.isfinite(val.values)
+        if ok.sum() < self.params["min_val_points"] or not ok[-1]:
+            return []
+        steps, raw = val.steps[ok], sign * val.values[ok]
+        smooth = curves.smooth(raw, self.params["smoothing_window"])
+        i_min = int(np.argmin(smooth))
+        after = len(raw) - 1 - i_min
+        if after < self.params["min_points_after_min"]:
+            return []
+        best = float(smooth[i_min])
+        tail = min(after + 1, max(3, after // 3))
+        end = float(np.median(raw[-tail:]))
+        rise = end - best
+        noise = curves.noise_sigma(raw)
+        scale = abs(best) if sign > 0 else max(abs(best), 1e-12)
+        rel = rise / scale if scale > 0 else np.inf
+        rising = curves.trend(steps[i_min:], raw[i_min:])
+        tau, p = rising.tau, rising.p_value
+        if rel < self.params["min_rise_relative"] or rise < self.params["min_rise_noise"] * noise:
+            return []
+        if tau < self.params["min_rise_tau"]:
+            return []
+        # training must keep improving over the same steps (otherwise it is divergence, not overfitting)
+        width = max(float(np.median(np.diff(steps))), 1.0)
+        train_at_min = curves.window_level(train, steps[i_min] - width, steps[i_min] + width)
+        train_end = curves.window_level(train, steps[-1] - 2 * width, steps[-1])
+        if not (np.isfinite(train_at_min) and np.isfinite(train_end)) or train_end >= train_at_min:
+            return []
+        train_drop = (train_at_min - train_end) / max(abs(train_at_min), 1e-12)
+        confidence = 0.45 + 0.55 * np.mean(
+            [min(1.0, rel / (4 * self.params["min_rise_relative"])), min(1.0, after / 8), min(1.0, tau), min(1.0, train_drop / 0.2)]
+        )
+        what = "loss" if sign > 0 else "accuracy"
+        return [
+            self.finding(
+                val,
+                title=(
+                    f"validation {what} {'rose' if sign > 0 else 'fell'} {rel:.0%} from its best at step "
+                    f"{int(steps[i_min])} while training loss kept falling"
+                ),
+                steps=(int(steps[i_min]), int(steps[-1])),
+                confidence=confidence,
+                evidence={
+                    "val_best": sign * best,
+                    "val_best_step": int(steps[i_min]),
+                    "val_end": sign * end,
+                    "val_relative_change": sign * rel,
+                    "val_noise": noise,
+                    "evaluations_after_best": after,
+                    "val_trend_tau": tau,
+                    "val_trend_p": p,
+                    "train_at_val_best": train_at_min,
+                    "train_end": train_end,
+                },
+            )
+        ]
+

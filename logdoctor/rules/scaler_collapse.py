@@ -1,0 +1,96 @@
+"""scaler_collapse: the AMP loss scale keeps halving, so optimizer steps are being skipped."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import curves
+from ..view import RunView
+from .base import Rule
+
+
+class ScalerCollapse(Rule):
+    """The AMP loss scale keeps halving toward 1: optimizer steps are being skipped.
+
+    Symptom:
+        The logged GradScaler scale (`loss_scale`, `scaler/scale`, `amp/scale`)
+        falls by many factors of two from its peak, ends near the lowest value
+        it ever had, and in the late part of the run it still halves more
+        often than it grows. Every halving is a step whose gradients held
+        inf/NaN and was skipped, so the weights barely move while the loss
+        still prints plausible numbers. A healthy scaler calibrates down a few
+        times early, then sits high and saw-tooths (grows every
+        growth_interval steps, halves now and then): that does not fire.
+    Root causes:
+        - persistent fp16 overflow in the forward pass: activations or logits above 65504 (large logits, attention scores, an unnormalised block), so gradients overflow every step
+        - an LR high enough that weights and activations keep growing until fp16 overflows
+        - a loss or custom op producing inf/NaN gradients regardless of scale (log(0), division by zero), which the scaler can only answer by halving
+    Fix:
+        - switch fp16 to bf16 autocast (torch.autocast(dtype=torch.bfloat16)) and drop the GradScaler: bf16 has fp32's exponent range
+        - keep the overflow-prone block (final logits, attention softmax, the loss) in fp32 with a nested torch.autocast(enabled=False)
+        - lower the LR and add gradient clipping (unscale_ before clip_grad_norm_); do not "fix" it by lowering init_scale
+        - log scaler.get_scale() and a skipped-step counter every step
+    Probe:
+        scaler_collapse (the checkpoint's saved GradScaler scale); nan_source (first module emitting inf/NaN)
+    Example:
+        An fp16 transformer: the scale drops from 65536 to 2 within 3000
+        steps (15 halvings, 1 growth in the last quarter) while the loss hovers
+        at 6.9.
+    """
+
+    code = "scaler_collapse"
+    severity = "critical"
+    outranks = ("flat", "crawl", "plateau")
+    defaults = {
+        "min_points": 5,
+        "min_halvings_from_peak": 6.0,
+        "max_final_log2": 8.0,
+        "max_above_minimum": 1.0,
+        "late_fraction": 0.25,
+    }
+
+    def check(self, view: RunView):
+        scale = view.series("loss_scale")
+        if scale is None:
+            return []
+        ok = np.isfinite(scale.values) & (scale.values > 0)
+        if ok.sum() < self.params["min_points"]:
+            return []
+        steps, log2 = scale.steps[ok], np.log2(scale.values[ok])
+        peak_i = int(np.argmax(log2))
+        drop = float(log2[peak_i] - log2[-1])
+        above_min = float(log2[-1] - np.min(log2))
+        if (
+            drop < self.params["min_halvings_from_peak"]
+            or log2[-1] > self.params["max_final_log2"]
+            or above_min > self.params["max_above_minimum"]
+        ):
+            return []
+        # the late part of the run: halvings must outnumber growths (a scale still trying to recover is not collapsing)
+        late = steps >= steps[0] + (1 - self.params["late_fraction"]) * (steps[-1] - steps[0])
+        moves = np.diff(log2[late]) if late.sum() > 1 else np.diff(log2[-2:])
+        halvings, growths = float(-moves[moves < 0].sum()), float(moves[moves > 0].sum())
+        if halvings < growths:
+            return []
+        total_halvings = float(-np.diff(log2)[np.diff(log2) < 0].sum())
+        margin = (drop - self.params["min_halvings_from_peak"]) + (self.params["max_final_log2"] - log2[-1])
+        confidence = 0.5 + 0.5 * curves.sigmoid(margin / 2)
+        return [
+            self.finding(
+                scale,
+                title=(
+                    f"AMP loss scale fell {drop:.0f} halvings from its peak {2 ** log2[peak_i]:.4g} "
+                    f"to {2 ** log2[-1]:.4g}: optimizer steps are being skipped"
+                ),
+                steps=(int(steps[peak_i]), int(steps[-1])),
+                confidence=confidence,
+                evidence={
+                    "scale_peak": float(2 ** log2[peak_i]),
+                    "scale_final": float(2 ** log2[-1]),
+                    "scale_min": float(2 ** np.min(log2)),
+                    "halvings_from_peak": drop,
+                    "halvings_logged": total_halvings,
+                    "late_halvings": halvings,
+                    "late_growths": growths,
+                },
+            )
+        ]

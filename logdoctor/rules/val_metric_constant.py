@@ -1,0 +1,96 @@
+"""val_metric_constant: a validation metric that never changes while training does."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import curves
+from ..model import Finding
+from ..view import RunView
+from .base import Rule
+
+#: Values a score can legitimately hold constant at (a perfect score).
+_PERFECT = (1.0, 100.0)
+
+
+class ValMetricConstant(Rule):
+    """A validation metric has exactly the same value at every evaluation while the training loss moves.
+
+    Symptom:
+        A validation loss or validation score is identical (to floating-point
+        precision) at every one of at least three evaluations, while the
+        training loss changes by a real fraction of its level over the same
+        steps. A model that learns always moves its validation numbers a
+        little; an unchanging one means the evaluation is not looking at the
+        model being trained. A score pinned at a perfect 1.0 / 100 % is left
+        alone.
+    Root causes:
+        - evaluation runs on a stale or fixed checkpoint (weights loaded once, a copy of the model made before training, EMA weights never updated)
+        - the metric is computed from the wrong tensor: targets instead of predictions, a cached first batch, an accumulator never reset or never updated
+        - the model collapsed to a constant prediction in eval mode (BatchNorm running statistics broken, e.g. a frozen backbone left in train mode, or all-constant inputs from the validation pipeline)
+        - the validation set holds a single class or a single repeated batch
+    Fix:
+        - evaluate the live model: call model.eval() on the same object the optimizer updates, under torch.no_grad(), then model.train() again
+        - recompute the metric by hand on one validation batch and compare; reset metric accumulators (torchmetrics .reset()) every evaluation
+        - check the validation loader: label histogram, a few decoded samples, shuffle off but batches distinct
+    Probe:
+        none from logs alone; evaluate the last checkpoint on a handful of validation batches by hand
+    Example:
+        Validation accuracy is 0.1135 at all 20 epochs while the training loss
+        falls from 2.30 to 0.35.
+    """
+
+    code = "val_metric_constant"
+    severity = "warning"
+    defaults = {
+        "min_evaluations": 3,
+        "max_relative_spread": 1e-6,
+        "min_train_change": 0.1,
+    }
+
+    def check(self, view: RunView) -> list[Finding]:
+        train = view.series("train_loss")
+        if train is None:
+            return []
+        found = []
+        for role in ("val_loss", "val_acc"):
+            for val in view.all_series(role):
+                finding = self._check_one(val, train, role)
+                if finding:
+                    found.append(finding)
+        return found[:1]
+
+    def _check_one(self, val, train, role: str) -> Finding | None:
+        ok = np.isfinite(val.values)
+        if ok.sum() < self.params["min_evaluations"]:
+            return None
+        steps, values = val.steps[ok], val.values[ok]
+        centre = float(np.median(values))
+        spread = float(np.ptp(values))
+        if spread > self.params["max_relative_spread"] * max(abs(centre), 1e-12):
+            return None
+        if role == "val_acc" and centre in _PERFECT:
+            return None
+        # training must move over the same steps
+        width = max(float(np.median(np.diff(steps))) / 2, 1.0)
+        train_first = curves.window_level(train, steps[0] - width, steps[0] + width)
+        train_last = curves.window_level(train, steps[-1] - width, steps[-1] + width)
+        if not (np.isfinite(train_first) and np.isfinite(train_last)):
+            return None
+        change = abs(train_first - train_last) / max(abs(train_first), abs(train_last), 1e-12)
+        if change < self.params["min_train_change"]:
+            return None
+        confidence = 0.6 + 0.2 * min(1.0, (len(values) - 2) / 8) + 0.2 * min(1.0, change / 0.5)
+        return self.finding(
+            val,
+            title=f"{val.name} is {centre:.6g} at all {len(values)} evaluations while training loss moved {change:.0%}",
+            steps=(int(steps[0]), int(steps[-1])),
+            confidence=confidence,
+            evidence={
+                "value": centre,
+                "evaluations": len(values),
+                "spread": spread,
+                "train_loss_first": train_first,
+                "train_loss_last": train_last,
+                "train_relative_change": change,
+            },
+        )

@@ -1,0 +1,333 @@
+"""Relational rules (they relate series to each other): every rule has runs that must fire and near-misses that must not.
+
+Synthetic runs mimic what real loggers write: per-step training loss with
+noise, per-epoch validation, LR logged every step, loss scale and gradient
+norm on their own cadence.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from logdoctor.model import Run
+from logdoctor.rules.clip_saturation import ClipSaturation, clip_threshold
+from logdoctor.rules.grad_norm_trend import GradNormTrend
+from logdoctor.rules.lr_schedule_mismatch import LrScheduleMismatch
+from logdoctor.rules.overfit import Overfit
+from logdoctor.rules.scaler_collapse import ScalerCollapse
+from logdoctor.rules.val_metric_constant import ValMetricConstant
+from logdoctor.view import RunView
+
+STEPS = 2000
+
+
+def make_view(metrics: dict[str, tuple], config: dict | None = None) -> RunView:
+    """A RunView over metric -> (steps, values)."""
+    frames = [
+        pl.DataFrame({"metric": [name] * len(s), "step": np.asarray(s, dtype=np.int64), "value": np.asarray(v, dtype=float)})
+        for name, (s, v) in metrics.items()
+    ]
+    scalars = pl.concat(frames).with_columns(pl.lit(None, dtype=pl.Float64).alias("wall_time"))
+    return RunView(Run(name="synthetic", path="synthetic", format="csv", scalars=scalars, config=config or {}))
+
+
+def noisy(values: np.ndarray, rel: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return values * (1 + rel * rng.standard_normal(len(values)))
+
+
+def train_curve(seed: int = 0, floor: float = 0.05) -> tuple:
+    steps = np.arange(STEPS)
+    return steps, noisy(floor + 2.3 * np.exp(-steps / 300), 0.05, seed)
+
+
+def codes(rule, view) -> list[str]:
+    findings = rule.check(view)
+    for f in findings:  # every finding must serialise to the JSON contract
+        json.dumps(f.to_json())
+        assert 0 <= f.confidence <= 1
+    return [f.code for f in findings]
+
+
+# --------------------------------------------------------------------------- overfit
+
+
+def epochs(n: int = 20) -> np.ndarray:
+    return np.linspace(STEPS / n, STEPS, n).astype(int) - 1
+
+
+def test_overfit_fires_when_val_turns_up_and_train_keeps_falling():
+    e = np.arange(20)
+    val = 0.6 + 1.7 * np.exp(-e / 2.0) + 0.02 * np.maximum(0, e - 7) ** 1.3
+    view = make_view({"train/loss": train_curve(), "val/loss": (epochs(), noisy(val, 0.01, 1))})
+    [f] = Overfit().check(view)
+    assert f.code == "overfit" and f.metric == "val/loss"
+    assert f.evidence["val_relative_change"] > 0.2
+    assert 5 * 100 <= f.steps[0] <= 10 * 100
+    assert f.confidence > 0.7
+
+
+def test_overfit_silent_when_val_plateaus():
+    e = np.arange(20)
+    val = 0.6 + 1.7 * np.exp(-e / 2.0)
+    view = make_view({"train/loss": train_curve(), "val/loss": (epochs(), noisy(val, 0.02, 2))})
+    assert codes(Overfit(), view) == []
+
+
+def test_overfit_silent_on_one_late_outlier():
+    e = np.arange(20)
+    val = 0.6 + 1.7 * np.exp(-e / 2.0)
+    val[-1] *= 1.4
+    view = make_view({"train/loss": train_curve(), "val/loss": (epochs(), noisy(val, 0.01, 3))})
+    assert codes(Overfit(), view) == []
+
+
+def test_overfit_silent_when_train_rises_too():
+    """Both losses going up is divergence, not overfitting."""
+    e = np.arange(20)
+    val = 0.6 + 1.7 * np.exp(-e / 2.0) + 0.05 * np.maximum(0, e - 7)
+    steps = np.arange(STEPS)
+    train = 0.3 + 2.0 * np.exp(-steps / 300) + 0.0004 * np.maximum(0, steps - 700)
+    view = make_view({"train/loss": (steps, train), "val/loss": (epochs(), val)})
+    assert codes(Overfit(), view) == []
+
+
+def test_overfit_reads_validation_accuracy_when_no_val_loss():
+    e = np.arange(15)
+    acc = 0.85 - 0.6 * np.exp(-e / 1.5) - 0.015 * np.maximum(0, e - 5)
+    view = make_view({"loss": train_curve(), "val_accuracy": (epochs(15), acc)})
+    [f] = Overfit().check(view)
+    assert f.evidence["val_relative_change"] < 0
+
+
+# --------------------------------------------------------------------------- lr_schedule_mismatch
+
+
+def loss_driven_by(lr: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A loss that improves in proportion to the LR actually applied (progress = cumulative LR)."""
+    progress = np.cumsum(lr) / np.sum(np.full(len(lr), lr.max()))
+    return noisy(0.2 + 2.1 * np.exp(-6 * progress), 0.03, seed)
+
+
+def cosine(n: int, length: int, peak: float = 1e-3) -> np.ndarray:
+    t = np.minimum(np.arange(n), length) / length
+    return peak * 0.5 * (1 + np.cos(np.pi * t))
+
+
+def test_lr_floor_early_with_stalled_loss_fires():
+    steps = np.arange(STEPS)
+    lr = cosine(STEPS, STEPS // 5)
+    view = make_view({"train_loss": (steps, loss_driven_by(lr)), "lr": (steps, lr)})
+    [f] = LrScheduleMismatch().check(view)
+    assert f.evidence["kind"] == "early_floor"
+    assert 0.1 < f.evidence["floor_at_fraction"] < 0.25
+    assert f.confidence > 0.6
+
+
+def test_lr_collapsing_in_first_epoch_with_flat_loss_fires():
+    steps = np.arange(STEPS)
+    lr = 0.1 * 0.1 ** (steps // 10)  # StepLR(step_size=10 batches) meant as 10 epochs
+    loss = noisy(np.full(STEPS, 2.3026), 0.01, 4)
+    view = make_view({"loss": (steps, loss), "learning_rate": (steps, lr)})
+    [f] = LrScheduleMismatch().check(view)
+    assert f.evidence["floor_at_fraction"] < 0.05
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        cosine(STEPS, STEPS),  # cosine sized for the whole run
+        np.where(np.arange(STEPS) < STEPS // 2, 1e-3, np.where(np.arange(STEPS) < 3 * STEPS // 4, 1e-4, 1e-5)),
+        np.full(STEPS, 3e-4),  # constant
+        np.minimum(1.0, np.arange(STEPS) / 100) * 1e-3,  # short warmup then constant
+        np.interp(np.arange(STEPS), [0, 600, STEPS - 1], [4e-5, 1e-3, 4e-9]),  # one-cycle
+    ],
+    ids=["cosine", "step-decay", "constant", "warmup-constant", "one-cycle"],
+)
+def test_lr_healthy_schedules_do_not_fire(schedule):
+    steps = np.arange(STEPS)
+    view = make_view({"train_loss": (steps, loss_driven_by(schedule, 5)), "lr": (steps, schedule)})
+    assert codes(LrScheduleMismatch(), view) == []
+
+
+def test_lr_early_floor_silent_when_loss_keeps_improving():
+    """The LR reached a low floor early, but the loss keeps falling well: not what stalls it."""
+    steps = np.arange(STEPS)
+    lr = np.maximum(cosine(STEPS, STEPS // 4), 1.5e-4)
+    loss = noisy(0.1 + 2.2 * np.exp(-steps / 700), 0.03, 6)
+    view = make_view({"train_loss": (steps, loss), "lr": (steps, lr)})
+    assert codes(LrScheduleMismatch(), view) == []
+
+
+def test_lr_warmup_that_never_ends_fires():
+    steps = np.arange(STEPS)
+    lr = 1e-3 * (steps + 1) / (3 * STEPS)  # warmup sized for 3x the run
+    view = make_view({"train_loss": (steps, loss_driven_by(lr, 7)), "lr": (steps, lr)})
+    [f] = LrScheduleMismatch().check(view)
+    assert f.evidence["kind"] == "endless_warmup"
+    assert f.evidence["warmup_end_fraction"] > 0.9
+
+
+def test_lr_checks_every_param_group():
+    steps = np.arange(STEPS)
+    head = np.full(STEPS, 1e-3)
+    body = cosine(STEPS, STEPS // 8, 1e-4)
+    view = make_view({"train_loss": (steps, loss_driven_by(body, 8)), "lr-AdamW/pg1": (steps, head), "lr-AdamW/pg2": (steps, body)})
+    [f] = LrScheduleMismatch().check(view)
+    assert f.metric == "lr-AdamW/pg2"
+
+
+# --------------------------------------------------------------------------- scaler_collapse
+
+
+def test_scaler_halving_toward_one_fires():
+    steps = np.arange(0, STEPS, 10)
+    log2 = np.maximum(0, 16 - steps // 120)
+    view = make_view({"train_loss": train_curve(), "amp/loss_scale": (steps, 2.0**log2)})
+    [f] = ScalerCollapse().check(view)
+    assert f.evidence["scale_final"] == 1.0 and f.evidence["halvings_from_peak"] == 16
+    assert f.severity == "critical" and f.confidence > 0.9
+
+
+def test_scaler_healthy_sawtooth_is_silent():
+    rng = np.random.default_rng(9)
+    log2, out = 16.0, []
+    for i in range(STEPS):
+        if rng.random() < 0.002:
+            log2 -= 1
+        elif i % 200 == 199:
+            log2 += 1
+        out.append(2.0**log2)
+    view = make_view({"train_loss": train_curve(), "scaler/scale": (np.arange(STEPS), np.array(out))})
+    assert codes(ScalerCollapse(), view) == []
+
+
+def test_scaler_early_calibration_then_stable_is_silent():
+    steps = np.arange(0, STEPS, 10)
+    log2 = np.where(steps < 60, 16 - steps // 10, 10)
+    view = make_view({"train_loss": train_curve(), "loss_scale": (steps, 2.0**log2)})
+    assert codes(ScalerCollapse(), view) == []
+
+
+# --------------------------------------------------------------------------- clip_saturation
+
+
+def grad_norms(level: float, seed: int, n: int = 500) -> tuple:
+    rng = np.random.default_rng(seed)
+    return np.arange(n) * 4, level * np.exp(0.3 * rng.standard_normal(n))
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"max_grad_norm": 0.01},
+        {"trainer": {"gradient_clip_val": 0.01}},
+        {"optim": {"value": None}, "grad_clip": {"value": 0.01, "desc": None}},  # W&B config.yaml shape
+        {"clip_grad_norm": "0.01"},
+    ],
+)
+def test_clip_saturation_fires_with_threshold_from_config(config):
+    view = make_view({"train_loss": train_curve(), "grad_norm": grad_norms(0.8, 10)}, config)
+    [f] = ClipSaturation().check(view)
+    assert f.evidence["clip_threshold"] == 0.01
+    assert f.evidence["fraction_clipped"] > 0.99 and f.confidence > 0.8
+
+
+def test_clip_saturation_silent_when_clipping_only_spikes():
+    steps, norms = grad_norms(0.3, 11)
+    norms[::25] *= 8  # rare spikes above 1.0
+    view = make_view({"train_loss": train_curve(), "grad_norm": (steps, norms)}, {"max_grad_norm": 1.0})
+    assert codes(ClipSaturation(), view) == []
+
+
+def test_clip_saturation_silent_without_a_known_threshold_on_a_pre_clip_norm():
+    view = make_view({"train_loss": train_curve(), "grad_norm": grad_norms(5.0, 12)}, {"clip_range": 0.2, "lr": 3e-4})
+    assert codes(ClipSaturation(), view) == []
+
+
+def test_clip_saturation_detects_a_post_clip_ceiling_without_config():
+    steps, norms = grad_norms(2.0, 13)
+    view = make_view({"train_loss": train_curve(), "grad_norm": (steps, np.minimum(norms, 1.0))})
+    [f] = ClipSaturation().check(view)
+    assert f.evidence["clip_threshold"] == 1.0 and f.evidence["threshold_from"] != "config"
+
+
+def test_clip_saturation_ignores_a_constant_logged_hyperparameter():
+    """A 'max_grad_norm' scalar that never changes is the setting, not a pinned norm."""
+    view = make_view({"train_loss": train_curve(), "max_grad_norm": (np.arange(100), np.full(100, 1.0))})
+    assert codes(ClipSaturation(), view) == []
+
+
+def test_clip_threshold_lookup_is_general_and_respects_off_and_value_clipping():
+    assert clip_threshold({"model": {"grad_norm_clip": 0.5}}) == (0.5, "model.grad_norm_clip")
+    assert clip_threshold({"max_grad_norm": 0}) == (None, None)
+    assert clip_threshold({"gradient_clip_val": None}) == (None, None)
+    assert clip_threshold({"gradient_clip_val": 0.5, "gradient_clip_algorithm": "value"}) == (None, None)
+    assert clip_threshold({"clip_range": 0.2, "clipvalue": 1.0, "vf_clip_param": 10}) == (None, None)
+
+
+# --------------------------------------------------------------------------- grad_norm_trend
+
+
+def test_vanishing_grad_norm_with_stuck_loss_fires():
+    steps = np.arange(STEPS)
+    grad = noisy(0.3 * 10 ** (-3.5 * steps / STEPS), 0.2, 14)
+    loss = noisy(2.30 - 0.05 * (1 - np.exp(-steps / 200)), 0.01, 15)
+    view = make_view({"train_loss": (steps, loss), "grad_norm": (steps, grad)})
+    [f] = GradNormTrend().check(view)
+    assert f.evidence["direction"] == "vanishing" and f.evidence["decades"] < -2
+    assert all("residual" in c or "init" in c or "decay" in c or "saturating" in c for c in f.causes)
+
+
+def test_shrinking_grad_norm_of_a_converging_run_is_silent():
+    steps = np.arange(STEPS)
+    grad = noisy(1.0 * 10 ** (-2.5 * steps / STEPS), 0.2, 16)
+    view = make_view({"train_loss": train_curve(17, floor=0.01), "grad_norm": (steps, grad)})
+    assert codes(GradNormTrend(), view) == []
+
+
+def test_exploding_grad_norm_fires():
+    steps = np.arange(STEPS)
+    grad = noisy(0.5 * 10 ** (1.6 * steps / STEPS), 0.2, 18)
+    view = make_view({"train_loss": train_curve(19), "grad_norm": (steps, grad)})
+    [f] = GradNormTrend().check(view)
+    assert f.evidence["direction"] == "exploding"
+    assert any("LR" in fix for fix in f.fixes)
+
+
+def test_noisy_stationary_grad_norm_is_silent():
+    steps = np.arange(STEPS)
+    view = make_view({"train_loss": train_curve(20), "grad_norm": (steps, noisy(np.full(STEPS, 2.0), 0.8, 21).clip(1e-3))})
+    assert codes(GradNormTrend(), view) == []
+
+
+# --------------------------------------------------------------------------- val_metric_constant
+
+
+def test_constant_val_accuracy_while_training_learns_fires():
+    view = make_view({"train_loss": train_curve(22), "val_acc": (epochs(), np.full(20, 0.1135))})
+    [f] = ValMetricConstant().check(view)
+    assert f.evidence["value"] == pytest.approx(0.1135) and f.evidence["evaluations"] == 20
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        {"val_acc": (epochs(), np.full(20, 1.0))},  # perfect score can stay perfect
+        {"val_acc": (epochs(), 0.9 + 1e-3 * np.sin(np.arange(20)))},  # moves a little
+        {"val_loss": (epochs(2), np.full(2, 0.7))},  # too few evaluations
+    ],
+    ids=["perfect", "moving", "two-evals"],
+)
+def test_val_metric_constant_near_misses(metrics):
+    view = make_view({"train_loss": train_curve(23), **metrics})
+    assert codes(ValMetricConstant(), view) == []
+
+
+def test_val_metric_constant_silent_when_training_is_flat_too():
+    steps = np.arange(STEPS)
+    view = make_view({"train_loss": (steps, noisy(np.full(STEPS, 2.3), 0.01, 24)), "val_loss": (epochs(), np.full(20, 2.3026))})
+    assert codes(ValMetricConstant(), view) == []
