@@ -6,6 +6,18 @@ Names in the wild vary endlessly (`loss`, `train/loss`, `Loss/train`,
 each name into lower-case tokens and decide from the tokens: which quantity it
 is (loss, lr, grad norm, scale, accuracy, reward) and which split it belongs to
 (train, validation, test). Config can pin any role to names or /regexes/.
+
+Conventions the rules rely on:
+
+* accuracy-like metrics (accuracy, F1, mAP, BLEU...) and rewards are
+  higher-is-better (`higher_is_better`); losses, LR, norms are not;
+* metrics that are only ever computed on held-out data (mAP, precision,
+  recall, F1, BLEU, WER-free scores...) count as validation when the name
+  names no split (YOLO's `metrics/mAP50(B)`), while a bare `accuracy` is the
+  training accuracy (Keras);
+* every LR series is kept (one per param group: `lr/pg0`, `lr-AdamW/pg1`);
+  the primary is the first group; momentum / betas / weight decay logged
+  next to the LR are not LRs.
 """
 from __future__ import annotations
 
@@ -27,13 +39,21 @@ ROLES = (
 _VAL = {"val", "valid", "validation", "eval", "evaluation", "dev", "holdout", "vl", "validate"}
 _TEST = {"test", "testing"}
 _TRAIN = {"train", "training", "tr", "trn"}
-_ACC = {
-    "acc", "accuracy", "top1", "top5", "f1", "auc", "auroc", "map", "map50", "map5095",
-    "precision", "recall", "bleu", "rouge", "rouge1", "rougel", "iou", "miou", "dice", "r2",
-    "exact", "em", "matthews", "mcc", "correct", "sparsecategoricalaccuracy", "categoricalaccuracy",
-    "binaryaccuracy", "ap", "ap50", "ap5095", "ap75",
-}
-_REWARD = {"reward", "rewards", "return", "returns", "episodereward", "episodereturn"}
+#: Accuracy-like quantities, best summary first (the primary is taken from the lowest tier).
+_ACC_TIERS = (
+    {"acc", "accuracy", "top1", "correct", "sparsecategoricalaccuracy", "categoricalaccuracy", "binaryaccuracy"},
+    {"map", "map50", "map5095", "ap", "ap50", "ap5095", "ap75"},
+    {"f1", "auc", "auroc", "bleu", "rouge", "rouge1", "rouge2", "rougel", "iou", "miou", "dice", "r2", "exact", "em", "matthews", "mcc"},
+    {"precision", "recall", "top5"},
+)
+_ACC = set().union(*_ACC_TIERS)
+#: Scores nobody computes on the training batches: validation when the name says no split.
+_EVAL_ONLY = _ACC - _ACC_TIERS[0]
+_REWARD = {"reward", "rewards", "return", "returns", "rew", "episodereward", "episodereturn"}
+#: Optimizer settings logged beside the LR (`lr-AdamW-momentum`, `beta1`): not learning rates.
+_NOT_LR = {"momentum", "beta", "beta1", "beta2", "betas", "wd", "decay", "weight", "eps"}
+HIGHER_IS_BETTER = frozenset({"train_acc", "val_acc", "reward"})
+_QUANTITY = _ACC | _REWARD | {"lr", "learning", "rate", "grad", "grads", "gradient", "norm", "scale", "scaler", "amp"}
 _EXTRA_LOSS_PARTS = {"step", "epoch", "epochs", "mean", "avg", "average", "total", "overall", "batch", "running"}
 
 
@@ -56,6 +76,8 @@ def _split(toks: list[str]) -> str | None:
 
 
 def _is_lr(toks: list[str], name: str) -> bool:
+    if _NOT_LR & set(toks):
+        return False
     joined = "".join(toks)
     return "lr" in toks or "learningrate" in joined or name.lower().startswith("lr-") or "lr" in [
         t.rstrip("0123456789") for t in toks
@@ -94,21 +116,36 @@ def classify(name: str) -> str | None:
             return "test_loss"
         return "train_loss"
     if any(t in _ACC for t in toks) or any(t.endswith("accuracy") for t in toks):
+        if split is None and any(t in _EVAL_ONLY for t in toks):
+            split = "val"
         return "val_acc" if split in ("val", "test") else "train_acc"
     if any(t in _REWARD for t in toks) or any(t.endswith("return") or t.endswith("reward") for t in toks):
         return "reward"
-    if toks == ["epoch"] or toks == ["epochs"]:
+    if [t for t in toks if t not in _TRAIN] in (["epoch"], ["epochs"]):
         return "epoch"
     return None
+
+
+def higher_is_better(role: str) -> bool:
+    """True for roles where a rising curve is progress (accuracy-like, reward)."""
+    return role in HIGHER_IS_BETTER
+
+
+def _acc_tier(toks: list[str]) -> int:
+    for tier, words in enumerate(_ACC_TIERS):
+        if any(t in words for t in toks) or (tier == 0 and any(t.endswith("accuracy") for t in toks)):
+            return tier
+    return len(_ACC_TIERS)
 
 
 def _preference(name: str, counts: dict[str, int]) -> tuple:
     """Sort key among candidates for one role: plain totals, step-level, most points first."""
     toks = tokens(name)
-    extra = [t for t in toks if t not in _VAL | _TEST | _TRAIN | _EXTRA_LOSS_PARTS and "loss" not in t]
+    extra = [t for t in toks if t not in _VAL | _TEST | _TRAIN | _EXTRA_LOSS_PARTS | _QUANTITY and "loss" not in t]
     total = any(t in ("total", "overall") for t in toks)
     epoch_level = "epoch" in toks
-    return (not total, len(extra), epoch_level, -counts.get(name, 0), len(name), name)
+    test = _split(toks) == "test"
+    return (test, not total, _acc_tier(toks), len(extra), epoch_level, -counts.get(name, 0), len(name), name)
 
 
 def _matches(pattern: str, name: str) -> bool:
