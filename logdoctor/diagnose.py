@@ -27,14 +27,23 @@ def rank(findings: list[Finding]) -> list[Finding]:
     suppressed = {s for f in findings for s in getattr(rules.get(f.code), "suppresses", ())}
     kept = [f for f in findings if f.code not in suppressed]
     kept.sort(key=lambda f: (SEVERITY_RANK.get(f.severity, 9), -f.confidence))
+    # each finding is preceded by the (non-info) findings that explain it, transitively: a root
+    # cause takes its symptom's place in the order; a cycle falls back to severity/confidence order
     ordered: list[Finding] = []
+    placed: set[int] = set()
+
+    def place(f: Finding, visiting: set[int]) -> None:
+        if id(f) in placed or id(f) in visiting:
+            return
+        visiting.add(id(f))
+        for g in kept:
+            if g.severity != "info" and f.code in getattr(rules.get(g.code), "outranks", ()):
+                place(g, visiting)
+        placed.add(id(f))
+        ordered.append(f)
+
     for f in kept:
-        explains = set(getattr(rules.get(f.code), "outranks", ()))
-        at = next((i for i, g in enumerate(ordered) if g.code in explains), None)
-        if at is None or f.severity == "info":
-            ordered.append(f)
-        else:
-            ordered.insert(at, f)
+        place(f, set())
     return ordered
 
 
