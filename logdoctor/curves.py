@@ -188,7 +188,12 @@ def odd_window(n: int, frac: float = 0.05, minimum: int = 3, maximum: int = 101)
 
 
 def smooth(y: np.ndarray, window: int | None = None) -> np.ndarray:
-    """Rolling median (edges use the nearest value): survives noise and isolated outliers."""
+    """Rolling median: survives noise and isolated outliers.
+
+    Edges are mirrored, so the first value is the median of the first few
+    points (an outlier at step 0 does not become the start level) while a
+    steep initial descent still starts near its top.
+    """
     y = np.asarray(y, dtype=float)
     if len(y) < 3:
         return y.copy()
@@ -197,7 +202,7 @@ def smooth(y: np.ndarray, window: int | None = None) -> np.ndarray:
     w = window or odd_window(len(y))
     if w < 2:
         return y.copy()
-    return median_filter(y, size=w, mode="nearest")
+    return median_filter(y, size=w, mode="mirror")
 
 
 @dataclass(frozen=True)
@@ -403,8 +408,8 @@ class Curve:
     quantum: float
     bad: NonFinite | None
     smooth: np.ndarray  # rolling median of y
-    start: float  # level at the start (smoothed)
-    end: float  # level at the end (smoothed)
+    start: float  # level at the start (first smoothed value)
+    end: float  # level at the end (last smoothed value)
     best: float  # lowest smoothed level
     best_index: int
     worst: float  # highest smoothed level
@@ -467,10 +472,7 @@ def _build(series: Series, max_points: int) -> Curve | None:
     point_noise = max(noise_sigma(finite), q / math.sqrt(12.0))
     y_noise = max(noise_sigma(b.med), q / math.sqrt(12.0))
     sm = smooth(b.med)
-    k = len(sm)
-    edge = max(1, min(k, round(0.05 * k)))
-    start = float(np.median(b.med[:edge])) if k < 20 else float(np.median(sm[:edge]))
-    end = float(np.median(b.med[-edge:])) if k < 20 else float(np.median(sm[-edge:]))
+    start, end = float(sm[0]), float(sm[-1])
     best_index = int(np.argmin(sm))
     return Curve(
         name=series.name,

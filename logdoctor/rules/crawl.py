@@ -1,0 +1,88 @@
+"""crawl: the loss falls, but far too slowly to matter."""
+from __future__ import annotations
+
+from .. import curves
+from ..model import Finding
+from ..view import RunView
+from ._loss import primary_loss
+from .base import Rule
+
+
+class Crawl(Rule):
+    """The loss falls, but far too slowly to matter.
+
+    Symptom:
+        A significant downward trend (Mann-Kendall) whose total drop over the
+        run is a small fraction of the starting loss, and which is not
+        levelling off: the last third still falls at least about as fast as
+        the run did on average. A healthy run drops steeply first and
+        decelerates; a crawling one inches down at an even pace. No NaN.
+    Root causes:
+        - learning rate one to three decades too low (copied from another batch size or optimizer, or a tiny "safe" default)
+        - a scheduler stuck at its floor or stepped at the wrong cadence (see lr_schedule_mismatch)
+        - double softmax before CrossEntropyLoss, or NLLLoss fed probabilities: the gradient is diluted
+        - gradients mostly clipped away (see clip_saturation) or vanishing through saturating layers
+    Fix:
+        - run an LR range test (torch-lr-finder, Lightning Tuner.lr_find) and set the LR about a decade below where the loss diverges; raising it 10x is a good first try
+        - check the logged LR (optimizer.param_groups[0]["lr"]) matches the intended schedule
+        - pass raw logits to CrossEntropyLoss (no softmax in the head)
+    Probe:
+        update_ratio_low, LR range test
+    Example:
+        Train loss 2.30 at step 0, 2.21 at step 20 000, falling at a steady
+        0.0045 per 1k steps: a 4 % drop over the whole run.
+    """
+
+    code = "crawl"
+    severity = "warning"
+    defaults = {
+        "min_points": 8,
+        "trend_p": 0.001,
+        # below this relative drop the run is `flat` (its negligible_drop)
+        "min_relative_drop": 0.005,
+        # above it the loss has fallen too far to call the pace useless
+        "max_relative_drop": 0.35,
+        # slope of the last third / slope of the whole run: a converging run decelerates below this
+        "min_late_slope_ratio": 0.5,
+    }
+
+    def check(self, view: RunView) -> list[Finding]:
+        series = primary_loss(view)
+        c = curves.curve(series)
+        if c is None or len(c) < self.params["min_points"]:
+            return []
+        scale = max(abs(c.start), c.y_noise, 1e-12)
+        drop = (c.start - c.end) / scale
+        if not self.params["min_relative_drop"] <= drop <= self.params["max_relative_drop"]:
+            return []
+        whole = curves.trend(c.steps, c.y)
+        if not (whole.p_value < self.params["trend_p"] and whole.slope < 0):
+            return []
+        third = len(c) - len(c) // 3
+        late = curves.trend(c.steps[third:], c.y[third:])
+        ratio = late.slope / whole.slope if whole.slope else 0.0
+        if ratio < self.params["min_late_slope_ratio"]:
+            return []
+        span = max(c.last_step - c.first_step, 1)
+        # smaller drops and steadier paces are surer crawls
+        smallness = 1.0 - drop / self.params["max_relative_drop"]
+        steadiness = min(1.0, ratio)
+        confidence = 0.5 + 0.45 * smallness * steadiness * min(1.0, len(c) / 30)
+        return [
+            self.finding(
+                series,
+                title=f"{series.name} falls only {drop:.1%} over {span} steps ({c.start:.4g} to {c.end:.4g}) and is not levelling off",
+                steps=(c.first_step, c.last_step),
+                confidence=confidence,
+                evidence={
+                    "loss_start": c.start,
+                    "loss_end": c.end,
+                    "relative_drop": drop,
+                    "slope_per_1k_steps": whole.slope * 1000,
+                    "late_slope_per_1k_steps": late.slope * 1000,
+                    "late_to_overall_slope": ratio,
+                    "trend_tau": whole.tau,
+                    "p_value": whole.p_value,
+                },
+            )
+        ]

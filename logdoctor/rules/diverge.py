@@ -1,0 +1,147 @@
+"""diverge: the loss blows up and/or becomes inf / NaN."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import curves
+from ..model import Finding, Series
+from ..view import RunView
+from ._loss import loss_series
+from .base import Rule
+
+
+class Diverge(Rule):
+    """The loss blows up and/or becomes inf / NaN.
+
+    Symptom:
+        The loss turns into NaN or inf and stays there (a NaN tail), or it
+        climbs and stays far above its best level: it ends above where it
+        started, or many times its best value, well beyond its own noise.
+        A loss that spikes and comes back is `spike`, not this.
+    Root causes:
+        - learning rate too high, or no warmup: updates overshoot and grow each step
+        - exploding gradients with no clipping (deep nets, RNNs, attention logits)
+        - fp16 overflow in the forward or loss (values past 65504) or a log(0) in the loss (sigmoid + BCELoss)
+        - Adam eps too small for half-precision optimizer state (eps rounds to 0)
+        - a bad batch: an input with NaN/inf or an extreme outlier
+    Fix:
+        - lower the learning rate 3-10x and add a linear warmup over the first ~5 % of steps
+        - clip gradients: torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        - train in bf16 instead of fp16, or keep the loss / final logits in fp32; use BCEWithLogitsLoss instead of sigmoid + BCELoss
+        - for half-precision optimizer state raise Adam eps to 1e-7 or 1e-6
+        - assert torch.isfinite(batch).all() in the data pipeline
+    Probe:
+        nan_weights, nan_source, grad_explode, adam_eps_underflow
+    Example:
+        Train loss falls from 2.3 to 1.1 by step 800, then climbs to 9.7 and is
+        NaN from step 1 240 to the end of the run.
+    """
+
+    code = "diverge"
+    severity = "critical"
+    defaults = {
+        "min_points": 5,
+        # finite blow-up: where the loss ends, relative to the progress it had made
+        "min_rise_over_progress": 1.0,
+        # ...or as a multiple of its best value (positive losses)
+        "min_growth_factor": 10.0,
+        # the rise must stand this many noise sigmas clear
+        "min_rise_noise": 6.0,
+        # isolated NaN/inf points (not a tail) count when at least this share of points
+        "min_intermittent_share": 0.0,
+    }
+    suppresses = ("oscillate", "spike", "flat", "crawl", "plateau", "epoch_jumps")
+
+    def check(self, view: RunView) -> list[Finding]:
+        for series in loss_series(view):
+            found = self._nonfinite(series)
+            if found:
+                return [found]
+        # a rising validation loss alone is `overfit`; only the training loss blows up
+        series = view.series("train_loss")
+        found = self._blow_up(series) if series is not None else None
+        return [found] if found else []
+
+    def _nonfinite(self, series: Series) -> Finding | None:
+        bad = curves.nonfinite(series)
+        if bad is None:
+            return None
+        share = bad.count / len(series)
+        if not bad.tail and share <= self.params["min_intermittent_share"]:
+            return None
+        finite = series.values[: bad.index]
+        finite = finite[np.isfinite(finite)]
+        evidence = {
+            "first_nonfinite_step": bad.step,
+            "kind": bad.kind,
+            "nonfinite_points": bad.count,
+            "total_points": len(series),
+            "nan_tail": bad.tail,
+        }
+        if len(finite):
+            evidence["loss_start"] = float(finite[0])
+            evidence["loss_last_finite"] = float(finite[-1])
+            evidence["loss_best_before"] = float(np.min(finite))
+        if bad.tail:
+            # a tail is unambiguous; a longer tail only makes it more so
+            confidence = 0.95 + 0.04 * min(1.0, bad.count / 10)
+            title = f"{series.name} becomes {bad.kind} at step {bad.step} and never recovers"
+            severity = "critical"
+        else:
+            confidence = 0.55 + 0.4 * min(1.0, share / 0.05)
+            title = f"{series.name} is {bad.kind} at {bad.count} of {len(series)} logged points (first at step {bad.step})"
+            severity = "warning"
+        return self.finding(
+            series,
+            title=title,
+            steps=(bad.step, int(series.steps[-1])),
+            confidence=confidence,
+            evidence=evidence,
+            severity=severity,
+        )
+
+    def _blow_up(self, series: Series) -> Finding | None:
+        c = curves.curve(series)
+        if c is None or len(c) < self.params["min_points"]:
+            return None
+        rise = c.end - c.best
+        if rise <= 0 or c.best_index >= len(c) - 1:
+            return None
+        noise = max(c.y_noise, c.quantum)
+        if rise < self.params["min_rise_noise"] * noise:
+            return None
+        progress = max(c.start - c.best, 0.0)
+        over_progress = rise / progress if progress > 0 else math.inf
+        growth = c.end / c.best if c.best > 0 else math.inf
+        by_progress = over_progress >= self.params["min_rise_over_progress"]
+        by_growth = growth >= self.params["min_growth_factor"]
+        if not (by_progress or by_growth):
+            return None
+        # it must stay up: the last tenth of the smoothed curve sits in the upper half of the rise
+        tail = c.smooth[-max(1, len(c) // 10):]
+        if np.min(tail) < c.best + 0.5 * rise:
+            return None
+        onset_i = c.best_index + int(np.argmax(c.smooth[c.best_index:] >= c.best + 0.5 * rise))
+        margin = max(
+            math.log(min(over_progress, 1e6) / self.params["min_rise_over_progress"]) if by_progress else -9,
+            math.log(min(growth, 1e6) / self.params["min_growth_factor"]) if by_growth else -9,
+        )
+        confidence = 0.6 + 0.39 * curves.sigmoid(3.0 * margin) * min(1.0, rise / (20 * noise))
+        return self.finding(
+            series,
+            title=f"{series.name} blows up after step {c.step_at(c.best_index)}: from {c.best:.4g} to {c.end:.4g}",
+            steps=(c.step_at(c.best_index), c.last_step),
+            confidence=confidence,
+            evidence={
+                "loss_start": c.start,
+                "loss_best": c.best,
+                "best_step": c.step_at(c.best_index),
+                "loss_end": c.end,
+                "onset_step": c.step_at(onset_i),
+                "rise_over_progress": over_progress,
+                "growth_factor": growth,
+                "noise_sigma": noise,
+            },
+        )

@@ -1,0 +1,93 @@
+"""flat: the loss stays at its initial level — no learning at all."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import curves
+from ..model import Finding
+from ..view import RunView
+from ._loss import primary_loss
+from .base import Rule
+
+
+class Flat(Rule):
+    """The loss stays at its initial level: no learning at all.
+
+    Symptom:
+        Over the whole run the smoothed loss never gets meaningfully below
+        the level it started at (relative to that level), and there is no
+        significant downward trend, or the drift is negligible. An exactly
+        constant loss is the strongest form. A run that sits at chance for a
+        while and then learns is not flat.
+    Root causes:
+        - parameters not in the optimizer (optimizer built before model.to(device), head never passed in, requires_grad=False)
+        - loss detached from the graph (.item()/.detach() on the loss path, forward under torch.no_grad())
+        - zero_grad / backward / step in the wrong order, or optimizer.step() missing
+        - model left in eval() mode, or every weight frozen
+        - labels detached from inputs (shuffled separately, all one class): nothing to learn
+    Fix:
+        - build the optimizer after model.to(device) and assert every trainable parameter is in a param group
+        - assert loss.requires_grad and loss.grad_fn is not None before backward(); log loss.item() but back-propagate the tensor
+        - order each step: optimizer.zero_grad(set_to_none=True); loss.backward(); optimizer.step()
+        - call model.train() at the top of every training epoch
+        - overfit one fixed batch of 2-32 examples: a correct loop drives its loss toward 0
+    Probe:
+        not_in_optimizer, no_grad, overfit_batch_failed
+    Example:
+        A 10-class classifier logs train loss 2.303 at step 0 and 2.301 at step
+        5 000 (log 10 = 2.303): weights never change.
+    """
+
+    code = "flat"
+    severity = "critical"
+    defaults = {
+        "min_points": 4,
+        # the smoothed loss never gets further below its start than this fraction of it
+        "max_relative_drop": 0.03,
+        # a significant downward trend (Mann-Kendall) turns a small drop into `crawl`...
+        "trend_p": 0.001,
+        # ...unless the drop is negligible even so
+        "negligible_drop": 0.005,
+    }
+
+    def check(self, view: RunView) -> list[Finding]:
+        series = primary_loss(view)
+        c = curves.curve(series)
+        if c is None or len(c) < self.params["min_points"]:
+            return []
+        scale = max(abs(c.start), c.y_noise, 1e-12)
+        drop_best = (c.start - c.best) / scale
+        drop_end = (c.start - c.end) / scale
+        max_drop = self.params["max_relative_drop"]
+        if drop_best >= max_drop or abs(drop_end) >= max_drop:
+            return []
+        t = curves.trend(c.steps, c.y)
+        falling = t.p_value < self.params["trend_p"] and t.slope < 0
+        if falling and max(drop_best, drop_end) >= self.params["negligible_drop"]:
+            return []
+        spread = float(np.max(c.hi) - np.min(c.lo))
+        constant = spread <= max(c.quantum, 1e-12 * max(1.0, abs(c.start)))
+        # how far inside the threshold it sits, and how much data backs it
+        inside = 1.0 - max(drop_best, drop_end, 0.0) / max_drop
+        support = min(1.0, len(c) / 20)
+        confidence = 0.99 if constant else 0.55 + 0.4 * inside * support
+        what = "is exactly constant" if constant else "never moves below its initial level"
+        return [
+            self.finding(
+                series,
+                title=f"{series.name} {what} ({c.start:.4g} at the start, {c.end:.4g} at the end)",
+                steps=(c.first_step, c.last_step),
+                confidence=confidence,
+                evidence={
+                    "loss_start": c.start,
+                    "loss_end": c.end,
+                    "loss_best": c.best,
+                    "relative_drop": drop_end,
+                    "relative_best_drop": drop_best,
+                    "trend_tau": t.tau,
+                    "p_value": t.p_value,
+                    "constant": constant,
+                    "points": c.n,
+                },
+            )
+        ]

@@ -1,0 +1,108 @@
+"""spike: sudden loss spikes that recover."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import curves
+from ..model import Finding
+from ..view import RunView
+from ._loss import primary_loss
+from .base import Rule
+
+
+class Spike(Rule):
+    """Sudden loss spikes that recover.
+
+    Symptom:
+        The loss jumps far above its local level for a short stretch, then
+        returns to it. A spike counts when it is a Hampel outlier (many
+        robust sigmas above the rolling median) and undoes a real share of
+        the progress the run had made; on long runs each bucket's maximum is
+        tested, so a one-step spike is never averaged away. One small spike
+        is reported as info; repeated or large ones as a warning.
+    Root causes:
+        - a single bad batch: corrupt or extreme examples, a label outlier
+        - learning rate too high for the phase (no warmup, or peak LR too high): an update overshoots and recovers
+        - gradient explosion in attention / RNN layers without clipping
+        - fp16 overflow that GradScaler absorbs by skipping a step
+    Fix:
+        - clip gradients: torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        - lower the peak LR 2-3x or lengthen the warmup
+        - log the batch indices at spike steps and inspect or filter those examples; use a robust loss (Huber) for regression
+        - for transformers: z-loss / qk-norm, attention logits in fp32
+    Probe:
+        grad_explode, update_ratio_high
+    Example:
+        Train loss settles around 0.8, jumps to 3.9 at step 12 400 and is
+        back at 0.8 by step 12 700; twice more later in the run.
+    """
+
+    code = "spike"
+    severity = "warning"
+    defaults = {
+        "min_points": 20,
+        # Hampel: robust sigmas above the rolling median of the bucket maxima
+        "k_sigma": 6.0,
+        # a spike must rise at least this share of the run's progress (or 5 % of its level)
+        "min_height": 0.25,
+        # the loss must fall back to within this share of the spike height...
+        "recover_to": 0.5,
+        # ...within this share of the run (in buckets; at least 2)
+        "recover_window": 0.05,
+        # warning (not info) from this many spikes, or one this tall (share of the progress)
+        "warn_count": 2,
+        "warn_height": 1.0,
+    }
+
+    def check(self, view: RunView) -> list[Finding]:
+        series = primary_loss(view)
+        c = curves.curve(series)
+        if c is None or len(c) < self.params["min_points"]:
+            return []
+        n = len(c)
+        ref = max(c.start - c.best, 0.05 * abs(c.start), 4 * c.y_noise, 1e-12)
+        h = curves.hampel(c.hi, k=self.params["k_sigma"], floor=max(c.y_noise, c.quantum))
+        height = c.hi - h.center
+        hit = h.outliers & (h.score > 0) & (height >= self.params["min_height"] * ref)
+        window = max(2, int(round(self.params["recover_window"] * n)))
+        spikes = []
+        for start, stop in _runs(hit):
+            peak = start + int(np.argmax(height[start:stop]))
+            after = c.y[stop : stop + window]
+            if len(after) == 0:
+                continue  # at the very end: nothing shows it recovered (diverge's business)
+            base = h.center[peak]
+            if np.min(after) > base + self.params["recover_to"] * height[peak]:
+                continue  # did not come back: a level shift, not a spike
+            spikes.append((peak, float(height[peak]), float(h.score[peak])))
+        if not spikes:
+            return []
+        top = max(spikes, key=lambda s: s[1])
+        tall = top[1] / ref
+        warn = len(spikes) >= self.params["warn_count"] or tall >= self.params["warn_height"]
+        confidence = 0.5 + 0.45 * min(1.0, (len(spikes) / 3) + tall / 4) * curves.sigmoid((top[2] - self.params["k_sigma"]) / 2)
+        steps = [c.step_at(p) for p, _, _ in spikes]
+        return [
+            self.finding(
+                series,
+                title=f"{series.name} spikes {len(spikes)} time(s) and recovers; the largest (+{top[1]:.4g}) at step {c.step_at(top[0])}",
+                steps=(min(steps), max(steps)),
+                confidence=confidence,
+                severity="warning" if warn else "info",
+                evidence={
+                    "spikes": len(spikes),
+                    "spike_steps": steps[:20],
+                    "max_height": top[1],
+                    "max_height_over_progress": tall,
+                    "max_robust_z": top[2],
+                    "local_level_at_max": float(h.center[top[0]]),
+                },
+            )
+        ]
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """(start, stop) of each run of consecutive True values."""
+    padded = np.r_[False, mask, False].astype(np.int8)
+    edges = np.flatnonzero(np.diff(padded))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist()))
