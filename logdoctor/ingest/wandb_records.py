@@ -73,14 +73,21 @@ def scan_records(path: Path, stats: ScanStats) -> Iterator[bytes]:
         pos = CHUNK_HEADER
         pending: bytearray | None = None
         while True:
-            while len(block) - pos >= CHUNK_HEADER:
+            last = len(block) < BLOCK
+            while True:
+                left = len(block) - pos
+                if left < CHUNK_HEADER:
+                    stats.truncated |= last and any(block[pos:])  # a chunk header cut short
+                    break
                 checksum, length, kind = struct.unpack_from("<IHB", block, pos)
                 if kind == 0 and length == 0:
                     break  # zero padding: rest of the block is unused
                 end = pos + CHUNK_HEADER + length
                 if end > len(block):
-                    stats.truncated = len(block) < BLOCK
-                    stats.bad_chunks += 0 if stats.truncated else 1
+                    if last:
+                        stats.truncated = True
+                    else:
+                        stats.bad_chunks += 1
                     break
                 data = block[pos + CHUNK_HEADER : end]
                 if kind not in _TYPE_CRC or zlib.crc32(data, _TYPE_CRC[kind]) != checksum:
@@ -106,7 +113,7 @@ def scan_records(path: Path, stats: ScanStats) -> Iterator[bytes]:
                     stats.records += 1
                     yield bytes(pending + data)
                     pending = None
-            if len(block) < BLOCK:
+            if last:
                 break
             block = fh.read(BLOCK)
             pos = 0

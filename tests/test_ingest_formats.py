@@ -1,0 +1,444 @@
+"""Every non-TensorBoard format, read from files its real writer produced.
+
+W&B files come from the wandb package itself (offline mode); formats whose
+writer is not installed here (Lightning, Ultralytics, Keras, HF Trainer,
+MLflow) use small fixtures in their documented on-disk layout; the real logs
+under ../shared/real-logs are covered by test_ingest_real_logs.py.
+"""
+from __future__ import annotations
+
+import json
+import math
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from logdoctor.ingest import load_runs
+from logdoctor.ingest import wandb_records
+from logdoctor.view import RunView
+
+
+def one_run(path: Path):
+    runs, errors = load_runs(path)
+    assert errors == []
+    assert len(runs) == 1, [r.name for r in runs]
+    return runs[0]
+
+
+def series(run, metric):
+    s = RunView(run).metric(metric)
+    assert s is not None, f"{metric} not in {run.metrics}"
+    return s
+
+
+# --------------------------------------------------------------------------- W&B offline run (real writer)
+
+STEPS = 3000  # enough history to span many 32 KiB blocks
+
+
+@pytest.fixture(scope="session")
+def wandb_run_dir(tmp_path_factory) -> Path:
+    wandb = pytest.importorskip("wandb")
+    root = tmp_path_factory.mktemp("wandb")
+    run = wandb.init(
+        dir=str(root),
+        mode="offline",
+        project="logdoctor-test",
+        name="offline-demo",
+        config={"lr": 3e-4, "optimizer": {"name": "adamw", "betas": [0.9, 0.95]}, "note": "x" * 70000},
+        settings=wandb.Settings(silent=True, x_disable_stats=True),
+    )
+    for i in range(STEPS):
+        row = {"train/loss": 5.0 / (1 + 0.01 * i), "lr": 3e-4 * (1 - i / STEPS), "opt": {"grad_norm": 1.0 + i % 7}}
+        if i % 500 == 0:
+            row["val/loss"] = 4.0 - i / 1000
+        run.log(row, step=i)
+    run.log({"train/loss": float("nan")}, step=STEPS)
+    run.log({"train/loss": float("inf")}, step=STEPS + 1)
+    run.finish()
+    (folder,) = [p for p in (root / "wandb").iterdir() if p.is_dir() and not p.is_symlink()]
+    return folder
+
+
+def test_wandb_offline_run_history_config_and_name(wandb_run_dir):
+    run = one_run(wandb_run_dir)
+    assert run.format == "wandb"
+    loss = series(run, "train/loss")
+    assert len(loss) == STEPS + 2
+    assert loss.values[10] == pytest.approx(5.0 / 1.1)
+    assert math.isnan(loss.values[-2]) and math.isinf(loss.values[-1])
+    assert list(series(run, "val/loss").steps) == list(range(0, STEPS, 500))
+    assert len(series(run, "opt.grad_norm")) == STEPS
+    assert run.config["lr"] == pytest.approx(3e-4)
+    assert run.config["optimizer.name"] == "adamw"
+    assert len(run.config["note"]) == 70000  # a record split over several blocks (FIRST/MIDDLE/LAST)
+    assert not any(k.startswith("_") for k in run.config)
+    assert any("offline-demo" in n for n in run.notes)
+    assert run.warnings == []
+    assert RunView(run).roles == {"train_loss": "train/loss", "lr": "lr", "val_loss": "val/loss", "grad_norm": "opt.grad_norm"}
+
+
+def _wandb_file(folder: Path) -> Path:
+    (path,) = folder.glob("run-*.wandb")
+    return path
+
+
+def _copy_run(src: Path, dst: Path, data: bytes) -> Path:
+    dst.mkdir(parents=True)
+    (dst / _wandb_file(src).name).write_bytes(data)
+    return dst
+
+
+def test_wandb_truncated_file_keeps_complete_records(wandb_run_dir, tmp_path):
+    data = _wandb_file(wandb_run_dir).read_bytes()
+    keep = 5 * wandb_records.BLOCK + 3  # a killed writer: the last chunk header is cut short
+    assert len(data) > keep + wandb_records.BLOCK
+    run = one_run(_copy_run(wandb_run_dir, tmp_path / "run-cut", data[:keep]))
+    n = len(series(run, "train/loss"))
+    assert 0 < n < STEPS
+    assert any("mid-record" in w for w in run.warnings)
+    assert any("no exit record" in n for n in run.notes)
+
+
+def test_wandb_bad_checksum_skips_only_that_block(wandb_run_dir, tmp_path):
+    data = bytearray(_wandb_file(wandb_run_dir).read_bytes())
+    block = wandb_records.BLOCK
+    assert len(data) > 6 * block
+    data[3 * block + 100] ^= 0xFF  # damage a byte inside block 3
+    run = one_run(_copy_run(wandb_run_dir, tmp_path / "run-bad", bytes(data)))
+    n = len(series(run, "train/loss"))
+    lost = STEPS + 2 - n
+    assert 0 < lost < 200, lost  # one 32 KiB block holds well under 200 history rows
+    assert any("damaged block" in w for w in run.warnings)
+
+
+def test_wandb_file_with_garbage_header_is_one_line(tmp_path):
+    folder = tmp_path / "run-x"
+    folder.mkdir()
+    (folder / "run-abc.wandb").write_bytes(b"this is not a wandb file at all")
+    runs, errors = load_runs(tmp_path)
+    assert runs == [] and len(errors) == 1
+    assert "run-abc.wandb" in errors[0] and "not a W&B .wandb file" in errors[0]
+
+
+def test_wandb_missing_package_is_clear_and_history_jsonl_is_used(wandb_run_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(wandb_records, "_record_class", lambda: None)
+    folder = _copy_run(wandb_run_dir, tmp_path / "run-a", _wandb_file(wandb_run_dir).read_bytes())
+    runs, errors = load_runs(folder)
+    assert runs == [] and len(errors) == 1 and "pip install 'logdoctor[wandb]'" in errors[0]
+    (folder / "files").mkdir()
+    (folder / "files" / "wandb-history.jsonl").write_text('{"_step": 0, "loss": 1.5}\n{"_step": 1, "loss": 1.2}\n')
+    run = one_run(folder)
+    assert list(series(run, "loss").values) == [1.5, 1.2]
+    assert any("wandb not installed" in n for n in run.notes)
+
+
+# --------------------------------------------------------------------------- old W&B run folder (jsonl)
+
+
+def test_wandb_old_local_folder(tmp_path):
+    run_dir = tmp_path / "wandb" / "run-20200101_000000-abcd1234"
+    run_dir.mkdir(parents=True)
+    rows = [
+        {"loss": 2.0, "_runtime": 1.0, "_timestamp": 1.6e9, "_step": 0},
+        {"media": {"_type": "image-file", "path": "x.png", "size": 100}, "_step": 1},
+        {"loss": 1.5, "acc": 0.5, "grads": {"norm": 3.0}, "_timestamp": 1.6e9 + 5, "_step": 2},
+    ]
+    text = "\n".join(json.dumps(r) for r in rows) + "\n" + '{"loss": 1.4, "_st'  # killed mid-line
+    (run_dir / "wandb-history.jsonl").write_text(text)
+    (run_dir / "wandb-summary.json").write_text('{"loss": 1.5}')
+    (run_dir / "wandb-events.jsonl").write_text('{"system.cpu": 50, "_runtime": 3}\n')
+    (run_dir / "config.yaml").write_text(
+        "wandb_version: 1\n_wandb:\n  desc: null\n  value: {cli_version: 0.9.7}\n"
+        "learning_rate:\n  desc: null\n  value: 0.003\nmodel:\n  desc: null\n  value: {depth: 4}\n"
+    )
+    run = one_run(tmp_path)
+    assert run.format == "wandb" and run.name == "wandb/run-20200101_000000-abcd1234"
+    assert sorted(run.metrics) == ["acc", "grads.norm", "loss"]  # media sizes and system metrics are not curves
+    assert list(series(run, "loss").steps) == [0, 2]
+    assert run.config == {"learning_rate": 0.003, "model.depth": 4}
+    assert any("1 unreadable line" in w for w in run.warnings)
+    assert run.scalars.filter(run.scalars["metric"] == "loss")["wall_time"].to_list() == [1.6e9, 1.6e9 + 5]
+
+
+# --------------------------------------------------------------------------- W&B exports
+
+
+def test_wandb_ui_export_several_runs_blanks_and_bands(tmp_path):
+    path = tmp_path / "wandb_export_2024.csv"
+    path.write_text(
+        '"Step","run-a - train/loss","run-a - train/loss__MIN","run-a - train/loss__MAX","run b - train/loss","run b - train/loss__MIN","run b - train/loss__MAX"\n'
+        '"0","2.0","1.9","2.1","3.0","3.0","3.0"\n'
+        '"1","1.5","1.4","1.6","2.5","2.5","2.5"\n'
+        '"2","1.2","1.1","1.3","",""," "\n'
+    )
+    runs, errors = load_runs(tmp_path)
+    assert errors == []
+    by_name = {r.name: r for r in runs}
+    assert set(by_name) == {"wandb_export_2024.csv/run-a", "wandb_export_2024.csv/run b"}
+    assert all(r.format == "wandb_csv" for r in runs)
+    a, b = by_name["wandb_export_2024.csv/run-a"], by_name["wandb_export_2024.csv/run b"]
+    assert a.metrics == ["train/loss"] and list(series(a, "train/loss").values) == [2.0, 1.5, 1.2]
+    assert list(series(b, "train/loss").steps) == [0, 1]
+
+
+def test_wandb_api_history_csv_and_jsonl(tmp_path):
+    (tmp_path / "history.csv").write_text(
+        "_step,_runtime,_timestamp,train/loss,eval/loss,lr,media\n"
+        '0,1.0,1700000000,2.0,,0.1,"{""_type"": ""image""}"\n'
+        "1,2.0,1700000001,1.8,,0.1,\n"
+        "2,3.0,1700000002,NaN,1.9,0.1,\n"
+    )
+    (tmp_path / "dump.jsonl").write_text(
+        '{"_step": 0, "_runtime": 1, "loss": 1.0}\n{"_step": 5, "loss": NaN, "val": {"loss": 2.0}}\n'
+    )
+    runs, errors = load_runs(tmp_path)
+    assert errors == []
+    by_name = {r.name: r for r in runs}
+    csv_run, jsonl_run = by_name["history.csv"], by_name["dump.jsonl"]
+    assert csv_run.format == jsonl_run.format == "wandb_csv"
+    assert sorted(csv_run.metrics) == ["eval/loss", "lr", "train/loss"]
+    assert list(series(csv_run, "eval/loss").steps) == [2]
+    assert math.isnan(series(csv_run, "train/loss").values[-1])
+    assert RunView(csv_run).roles["val_loss"] == "eval/loss"
+    assert sorted(jsonl_run.metrics) == ["loss", "val.loss"]
+    assert RunView(jsonl_run).roles == {"train_loss": "loss", "val_loss": "val.loss"}
+
+
+def test_wandb_runs_table_is_reported_as_no_history(tmp_path):
+    (tmp_path / "wandb_export.csv").write_text(
+        '"Name","State","Notes","User","Tags","Created","Runtime","Sweep","lr","train/loss"\n'
+        '"a","finished","-","","","2024-01-01","100","","0.1","1.0"\n'
+        '"b","crashed","-","","","2024-01-01","50","","0.3","9.0"\n'
+    )
+    runs, errors = load_runs(tmp_path)
+    assert runs == []
+    assert len(errors) == 1 and "runs-table" in errors[0] and "2 runs" in errors[0] and "no history" in errors[0]
+
+
+# --------------------------------------------------------------------------- CSV layouts
+
+
+def test_lightning_csvlogger_metrics_and_hparams(tmp_path):
+    version = tmp_path / "lightning_logs" / "version_0"
+    version.mkdir(parents=True)
+    (version / "metrics.csv").write_text(
+        "epoch,lr-AdamW,lr-AdamW-momentum,step,train_loss_epoch,train_loss_step,val_acc,val_loss\n"
+        ",0.001,0.9,49,,,,\n"
+        "0,,,49,,0.9,,\n"
+        "0,,,62,,,0.5,0.8\n"
+        "0,,,62,0.85,,,\n"
+        "1,,,99,,0.7,,\n"
+        "1,,,125,,,0.6,0.75\n"
+    )
+    (version / "hparams.yaml").write_text("lr: 0.001\nmodel:\n  hidden: 128\nbetas: !!python/tuple\n- 0.9\n- 0.999\n")
+    run = one_run(tmp_path)
+    assert run.format == "lightning" and run.name == "lightning_logs/version_0"
+    assert list(series(run, "val_loss").steps) == [62, 125]
+    assert list(series(run, "train_loss_step").values) == [0.9, 0.7]
+    assert run.config["lr"] == 0.001 and run.config["model.hidden"] == 128 and run.config["betas"] == "[0.9,0.999]"
+    roles = RunView(run).roles
+    assert roles["train_loss"] == "train_loss_step" and roles["val_loss"] == "val_loss"
+    assert roles["lr"] == "lr-AdamW" and roles["val_acc"] == "val_acc" and roles["epoch"] == "epoch"
+
+
+def test_ultralytics_results_padded_header_and_args(tmp_path):
+    train = tmp_path / "runs" / "detect" / "train"
+    train.mkdir(parents=True)
+    cols = ["epoch", "train/box_loss", "train/cls_loss", "metrics/mAP50(B)", "val/box_loss", "lr/pg0", "lr/pg1"]
+    rows = [[0, 1.6, 3.3, 0.15, 2.3, 0.07, 0.003], [1, 1.2, 1.9, 0.25, 2.2, 0.04, 0.006], [2, 1.1, 1.7, 0.31, 2.1, 0.01, 0.009]]
+    lines = [",".join(f"{c:>22}" for c in cols)] + [",".join(f"{v:>22}" for v in r) for r in rows]
+    (train / "results.csv").write_text("\n".join(lines) + "\n")
+    (train / "args.yaml").write_text("task: detect\nepochs: 3\nlr0: 0.01\nbatch: 16\n")
+    run = one_run(tmp_path)
+    assert run.format == "ultralytics" and run.name == "runs/detect/train"
+    assert "epoch" not in run.metrics
+    assert list(series(run, "train/box_loss").values) == [1.6, 1.2, 1.1]
+    assert run.config == {"task": "detect", "epochs": 3, "lr0": 0.01, "batch": 16}
+    view = RunView(run)
+    assert view.roles["val_acc"] == "metrics/mAP50(B)" and view.roles["val_loss"] == "val/box_loss"
+    assert view.all_roles["lr"] == ["lr/pg0", "lr/pg1"]
+
+
+def test_keras_csvlogger_and_history_without_epoch(tmp_path):
+    (tmp_path / "training.log.csv").write_text("epoch,accuracy,loss,lr,val_accuracy,val_loss\n0,0.5,1.2,0.001,0.55,1.1\n1,0.6,1.0,0.001,0.6,nan\n")
+    (tmp_path / "history.csv").write_text("loss,val_loss\n1.0,1.1\n0.9,1.0\n0.8,1.05\n")
+    runs, errors = load_runs(tmp_path)
+    assert errors == []
+    by_name = {r.name: r for r in runs}
+    log, hist = by_name["training.log.csv"], by_name["history.csv"]
+    assert log.format == hist.format == "keras_csv"
+    assert RunView(log).roles == {"train_acc": "accuracy", "train_loss": "loss", "lr": "lr", "val_acc": "val_accuracy", "val_loss": "val_loss"}
+    assert math.isnan(series(log, "val_loss").values[1])
+    assert list(series(hist, "val_loss").steps) == [0, 1, 2]
+    assert any("row number" in n for n in hist.notes)
+
+
+def test_generic_wide_and_long_csv_with_duplicate_and_unsorted_steps(tmp_path):
+    (tmp_path / "wide.csv").write_text("global_step,train/loss,grad_norm\n0,2.0,1.0\n10,1.5,1.1\n10,1.4,1.2\n5,1.7,0.9\n")
+    (tmp_path / "long.csv").write_text("metric,step,value\nloss,0,1.0\nloss,1,0.9\nval_loss,1,1.2\nloss,2,inf\n")
+    runs, errors = load_runs(tmp_path)
+    assert errors == []
+    by_name = {r.name: r for r in runs}
+    wide, long = by_name["wide.csv"], by_name["long.csv"]
+    assert wide.format == long.format == "csv"
+    loss = series(wide, "train/loss")
+    assert list(loss.steps) == [0, 5, 10] and list(loss.values) == [2.0, 1.7, 1.4] and loss.duplicates == 1
+    assert np.isinf(series(long, "loss").values[-1])
+    assert RunView(long).roles == {"train_loss": "loss", "val_loss": "val_loss"}
+
+
+# --------------------------------------------------------------------------- HF Trainer
+
+
+def _trainer_state(global_step: int, history: list[dict]) -> str:
+    return json.dumps(
+        {"global_step": global_step, "max_steps": 30, "num_train_epochs": 3, "train_batch_size": 8,
+         "trial_params": None, "log_history": history}
+    )
+
+
+def test_hf_trainer_state_and_checkpoints(tmp_path):
+    out = tmp_path / "output"
+    history = [
+        {"epoch": 0.33, "grad_norm": 4.0, "learning_rate": 5e-5, "loss": 2.5, "step": 10},
+        {"epoch": 0.33, "eval_loss": 2.4, "eval_accuracy": 0.3, "eval_runtime": 1.2, "step": 10},
+        {"epoch": 0.67, "grad_norm": 3.0, "learning_rate": 4e-5, "loss": float("nan"), "step": 20},
+        {"epoch": 1.0, "grad_norm": 2.0, "learning_rate": 3e-5, "loss": 2.0, "step": 30},
+        {"epoch": 1.0, "step": 30, "total_flos": 1e15, "train_loss": 2.2, "train_runtime": 100.0},
+    ]
+    for step, upto in ((10, 2), (20, 3)):
+        (out / f"checkpoint-{step}").mkdir(parents=True)
+        (out / f"checkpoint-{step}" / "trainer_state.json").write_text(_trainer_state(step, history[:upto]))
+    (out / "trainer_state.json").write_text(_trainer_state(30, history))
+    run = one_run(tmp_path)
+    assert run.format == "hf_trainer" and run.name == "output"
+    loss = series(run, "loss")
+    assert list(loss.steps) == [10, 20, 30] and math.isnan(loss.values[1])
+    assert "train_loss" not in run.metrics and "total_flos" not in run.metrics
+    assert any("train_loss=2.2" in n for n in run.notes) and any("3 trainer states" in n for n in run.notes)
+    assert run.config["train_batch_size"] == 8 and run.config["max_steps"] == 30
+    assert RunView(run).roles == {
+        "epoch": "epoch", "grad_norm": "grad_norm", "lr": "learning_rate", "train_loss": "loss",
+        "val_loss": "eval_loss", "val_acc": "eval_accuracy",
+    }
+
+
+def test_hf_trainer_only_checkpoints_uses_latest(tmp_path):
+    history = [{"loss": 3.0 - i * 0.1, "learning_rate": 1e-4, "step": 10 * (i + 1)} for i in range(5)]
+    for upto in (2, 5):
+        d = tmp_path / "out" / f"checkpoint-{10 * upto}"
+        d.mkdir(parents=True)
+        (d / "trainer_state.json").write_text(_trainer_state(10 * upto, history[:upto]))
+    run = one_run(tmp_path)
+    assert len(series(run, "loss")) == 5
+
+
+# --------------------------------------------------------------------------- MLflow
+
+
+def _mlflow_run(exp: Path, run_id: str, name: str, metrics: dict[str, list[tuple[float, int]]], params: dict[str, str]):
+    run = exp / run_id
+    (run / "tags").mkdir(parents=True)
+    (run / "params").mkdir()
+    (run / "artifacts").mkdir()
+    (run / "meta.yaml").write_text(f"run_id: {run_id}\nrun_name: {name}\nexperiment_id: '1'\nlifecycle_stage: active\nstatus: 3\n")
+    (run / "tags" / "mlflow.runName").write_text(name)
+    for key, points in metrics.items():
+        path = run / "metrics" / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"{1700000000000 + 1000 * s} {v} {s}\n" for v, s in points))
+    for key, value in params.items():
+        (run / "params" / key).write_text(value)
+
+
+def test_mlflow_file_store(tmp_path):
+    exp = tmp_path / "mlruns" / "1"
+    exp.mkdir(parents=True)
+    (exp / "meta.yaml").write_text("experiment_id: '1'\nname: demo\nlifecycle_stage: active\n")
+    _mlflow_run(exp, "a" * 32, "brave-fox-1", {"train/loss": [(2.0, 0), (1.5, 1), (float("nan"), 2)], "val_loss": [(1.9, 1)]},
+                {"lr": "0.01", "optimizer": "adam", "epochs": "3"})
+    _mlflow_run(exp, "b" * 32, "brave-fox-1", {"loss": [(1.0, 0)]}, {"lr": "0.1"})
+    (exp / ("b" * 32) / "metrics" / "broken").write_text("garbage\n")
+    runs, errors = load_runs(tmp_path)
+    assert errors == []
+    assert sorted(r.name for r in runs) == ["mlruns/1/brave-fox-1", "mlruns/1/brave-fox-1-bbbbbbbb"]
+    run = next(r for r in runs if r.name == "mlruns/1/brave-fox-1")
+    assert run.format == "mlflow"
+    loss = series(run, "train/loss")
+    assert list(loss.steps) == [0, 1, 2] and math.isnan(loss.values[2])
+    assert run.scalars["wall_time"].min() == pytest.approx(1.7e9)
+    assert run.config == {"lr": 0.01, "optimizer": "adam", "epochs": 3}
+    assert RunView(run).roles == {"train_loss": "train/loss", "val_loss": "val_loss"}
+    assert any("experiment 'demo'" in n for n in run.notes)
+    other = next(r for r in runs if r.name != run.name)
+    assert any("broken" in w for w in other.warnings)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_bad_files_are_one_line_each_and_others_still_read(tmp_path):
+    (tmp_path / "good.csv").write_text("step,loss\n0,1.0\n1,0.5\n")
+    (tmp_path / "empty.csv").write_bytes(b"")
+    (tmp_path / "garbage.csv").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "header_only.csv").write_text("step,loss\n")
+    (tmp_path / "words.csv").write_text("step,loss\nfirst,high\n")
+    (tmp_path / "people.csv").write_text("name,city\nada,london\n")  # not a log: ignored quietly
+    (tmp_path / "random.json").write_text('{"hello": 1}')  # not a log: ignored quietly
+    bad_hf = tmp_path / "hf_no_history"
+    bad_hf.mkdir()
+    (bad_hf / "trainer_state.json").write_text('{"global_step": 10}')
+    truncated = tmp_path / "hf_truncated"
+    truncated.mkdir()
+    (truncated / "trainer_state.json").write_text('{"log_history": [{"loss": 1.0, "st')
+    empty_state = tmp_path / "hf_empty"
+    empty_state.mkdir()
+    (empty_state / "trainer_state.json").write_bytes(b"")
+    runs, errors = load_runs(tmp_path)
+    assert [r.name for r in runs] == ["good.csv"]
+    assert len(errors) == 7, errors
+    for fragment in ("empty.csv", "garbage.csv", "header_only.csv", "words.csv", "hf_no_history", "hf_truncated", "hf_empty"):
+        assert sum(fragment in e for e in errors) == 1, (fragment, errors)
+    assert all("\n" not in e and "Traceback" not in e for e in errors)
+    assert any("no 'log_history'" in e for e in errors)
+
+
+def test_explicit_non_log_file_gets_a_reason(tmp_path):
+    path = tmp_path / "random.json"
+    path.write_text("[1, 2, 3]")
+    runs, errors = load_runs(path)
+    assert runs == [] and errors == [f"{path}: not a training log logdoctor recognises"]
+
+
+def test_explicit_single_files_are_read(tmp_path):
+    path = tmp_path / "trainer_state.json"
+    path.write_text(_trainer_state(2, [{"loss": 1.0, "step": 1}, {"loss": 0.5, "step": 2}]))
+    assert one_run(path).format == "hf_trainer"
+    csv_path = tmp_path / "results.csv"
+    csv_path.write_text("epoch,train/box_loss,val/box_loss\n0,1.0,1.1\n")
+    assert one_run(csv_path).format == "ultralytics"
+
+
+def test_scan_records_counts_and_reassembles(tmp_path):
+    """The framing reader on hand-framed chunks: FULL, FIRST/LAST across a block, zero padding."""
+    import zlib
+
+    def chunk(kind: int, data: bytes) -> bytes:
+        return struct.pack("<IHB", zlib.crc32(bytes([kind]) + data), len(data), kind) + data
+
+    block = wandb_records.BLOCK
+    head = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
+    first = chunk(1, b"alpha")
+    room = block - len(head) - len(first) - 7  # data that fits in block 0 after a FIRST header
+    big = bytes(range(256)) * 200
+    body = head + first + chunk(2, big[:room])
+    assert len(body) == block
+    body += chunk(4, big[room:]) + chunk(1, b"omega")
+    path = tmp_path / "run-x.wandb"
+    path.write_bytes(body)
+    stats = wandb_records.ScanStats()
+    assert list(wandb_records.scan_records(path, stats)) == [b"alpha", big, b"omega"]
+    assert stats.records == 3 and stats.bad_chunks == 0 and not stats.truncated
