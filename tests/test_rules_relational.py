@@ -331,3 +331,35 @@ def test_val_metric_constant_silent_when_training_is_flat_too():
     steps = np.arange(STEPS)
     view = make_view({"train_loss": (steps, noisy(np.full(STEPS, 2.3), 0.01, 24)), "val_loss": (epochs(), np.full(20, 2.3026))})
     assert codes(ValMetricConstant(), view) == []
+
+
+# --------------------------------------------------------------------------- real logs written by other people
+
+SHARED = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared"
+RELATIONAL = {"overfit", "lr_schedule_mismatch", "scaler_collapse", "clip_saturation", "grad_norm_trend", "val_metric_constant"}
+
+
+@pytest.mark.skipif(not (SHARED / "real-logs").is_dir(), reason="shared real logs not present")
+def test_relational_rules_on_real_logs():
+    """Checked by eye on plots: two HF fine-tunes overfit (validation rises for thousands of steps while
+    training loss falls 10-1000x); nothing else in these logs shows a relational fault."""
+    from logdoctor.diagnose import analyze
+
+    fired = {
+        rd.run.name.split("/")[0]: {f.code for f in rd.findings if f.code in RELATIONAL}
+        for rd in analyze(SHARED / "real-logs").runs
+        if any(f.code in RELATIONAL for f in rd.findings)
+    }
+    assert fired == {
+        "hf_trainer_state_viz_aigoncharov": {"overfit"},
+        "hf_whisper_large_v2_japanese_P4P4N1CK": {"overfit"},
+    }
+
+
+@pytest.mark.skipif(not (SHARED / "external-curves").is_dir(), reason="shared external curves not present")
+def test_relational_rules_quiet_on_external_keras_histories():
+    """Short noisy Keras histories: no validation curve there turns and rises while training falls."""
+    from logdoctor.diagnose import analyze
+
+    for rd in analyze(SHARED / "external-curves").runs:
+        assert not [f.code for f in rd.findings if f.code in RELATIONAL], rd.run.name

@@ -53,7 +53,7 @@ class ClipSaturation(Rule):
         "min_points": 10,
         "skip_start_fraction": 0.05,
         "min_fraction_clipped": 0.9,
-        "min_median_ratio": 1.5,
+        "min_median_ratio": 3.0,
         "tolerance": 0.01,
     }
 

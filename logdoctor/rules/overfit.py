@@ -59,7 +59,12 @@ class Overfit(Rule):
             return []
         steps, raw = val.steps[ok], sign * val.values[ok]
         smooth = curves.smooth(raw, self.params["smoothing_window"])
-        i_min = int(np.argmin(smooth))
+        # the lowest smoothed point, moved to the lowest raw evaluation next to it (mirrored edges
+        # make the first smoothed value echo the second evaluation)
+        i = int(np.argmin(smooth))
+        half = self.params["smoothing_window"] // 2
+        lo = max(0, i - half)
+        i_min = lo + int(np.argmin(raw[lo : i + half + 1]))
         after = len(raw) - 1 - i_min
         if after < self.params["min_points_after_min"]:
             return []
