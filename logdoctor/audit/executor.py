@@ -1,0 +1,86 @@
+"""Run audit tasks: in this process, on a pool of local processes, or on a Dask cluster.
+
+Tasks travel as paths (a run source or a URL), never as data; results come
+back as compact `RunResult`s. `on_done(task, output)` is called in the main
+process as each task finishes (in completion order), which drives the
+progress bar and the cache. A task whose worker dies becomes an error line.
+"""
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from .tasks import Task
+from .worker import TaskOutput, limit_threads, run_task
+
+Done = Callable[[Task, TaskOutput], None]
+
+#: Below this many bytes to read, starting worker processes (each imports
+#: polars, scipy and the rules: about a second) costs more than it saves.
+POOL_MIN_BYTES = 4 << 20
+
+
+class SchedulerError(Exception):
+    """The Dask scheduler cannot be used; str() is the one line shown to the user."""
+
+
+def _crashed(task: Task, exc: BaseException) -> TaskOutput:
+    return TaskOutput(errors=[f"{task.label}: audit worker failed ({type(exc).__name__}: {exc})"], cacheable=False)
+
+
+def run_serial(tasks: Sequence[Task], config, on_done: Done) -> None:
+    for task in tasks:
+        on_done(task, run_task(task, config))
+
+
+def run_processes(tasks: Sequence[Task], config, jobs: int, on_done: Done) -> None:
+    """A spawn-context process pool (fork is unsafe once polars' thread pool exists)."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=limit_threads) as pool:
+        futures = {pool.submit(run_task, task, config): task for task in tasks}
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                output = future.result()
+            except Exception as exc:  # noqa: BLE001 - a dead worker costs its task, not the audit
+                output = _crashed(task, exc)
+            on_done(task, output)
+
+
+def run_dask(tasks: Sequence[Task], config, scheduler: str, on_done: Done) -> None:
+    """Submit every task to a running dask.distributed scheduler (`tcp://host:port`)."""
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError:
+        raise SchedulerError(
+            "--scheduler needs dask.distributed, which is not installed (pip install 'logdoctor[dask]')"
+        ) from None
+    try:
+        client = Client(scheduler, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
+    try:
+        futures = client.map(run_task, list(tasks), config=config, pure=False)
+        index = {f.key: t for f, t in zip(futures, tasks)}
+        for future in dask_completed(futures):
+            task = index[future.key]
+            try:
+                output = future.result()
+            except Exception as exc:  # noqa: BLE001 - a lost worker costs its task, not the audit
+                output = _crashed(task, exc)
+            on_done(task, output)
+    finally:
+        client.close()
+
+
+def execute(tasks: Sequence[Task], config, on_done: Done, jobs: int = 1, scheduler: str | None = None) -> None:
+    if not tasks:
+        return
+    if scheduler:
+        run_dask(tasks, config, scheduler, on_done)
+    elif jobs <= 1 or len(tasks) == 1 or sum(t.size for t in tasks) < POOL_MIN_BYTES:
+        run_serial(tasks, config, on_done)
+    else:
+        run_processes(tasks, config, min(jobs, len(tasks)), on_done)

@@ -1,0 +1,98 @@
+"""The audit's own report sections, as `(title, markdown)` pairs.
+
+The terminal, Markdown and HTML renderers of `analyze` all take such extra
+sections, so the audit adds its summary, links and run table there and leaves
+the per-run detail to those renderers. Every log-supplied string (run names,
+parameter values, error lines) goes through `md_escape`.
+"""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.rule import Rule
+
+from ..report.text import fmt_num, md_escape
+from .links import ALPHA
+from .summary import AuditReport
+
+STATUS_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓"}
+
+
+def _counts(report: AuditReport) -> str:
+    s = report.by_status
+    parts = [f"**{len(report.results)} runs**: {s['critical']} critical, {s['warning']} warning, {s['healthy']} healthy"]
+    if s["error"]:
+        parts.append(f"{s['error']} unreadable")
+    return ", ".join(parts)
+
+
+def summary_section(report: AuditReport) -> str:
+    lines = [_counts(report), ""]
+    if report.by_code:
+        lines += ["| finding | runs |", "| --- | ---: |"]
+        lines += [f"| `{code}` | {n} |" for code, n in report.by_code.items()]
+        lines.append("")
+    best, metric = report.best
+    if best is not None:
+        lines.append(f"**Best healthy run:** {md_escape(best.run)} ({metric.replace('_', ' ')} {fmt_num(best.stats[metric])})")
+    else:
+        lines.append("**Best healthy run:** none (no healthy run logs a finite loss)")
+    st = report.stats
+    if st:
+        how = f"Dask scheduler {st['scheduler']}" if st.get("scheduler") else f"{st.get('jobs')} job(s)"
+        lines += ["", f"Audited in {st.get('seconds', 0):.1f} s with {how}: {st.get('read', 0)} read, {st.get('cached', 0)} from cache."]
+    return "\n".join(lines)
+
+
+def links_section(report: AuditReport) -> str:
+    if report.links:
+        return "\n".join(f"- {md_escape(link.text)}" for link in report.links)
+    with_params = sum(1 for r in report.results if r.params)
+    if with_params < 4:
+        return f"No link searched: {with_params} run(s) carry hyperparameters (a config / hparams); at least 4 are needed."
+    return (
+        f"No setting separates failing from healthy runs with enough support "
+        f"(one-sided Fisher exact test, permutation-adjusted, alpha = {ALPHA}; {with_params} runs with hyperparameters)."
+    )
+
+
+def _cell(value) -> str:
+    return "" if value is None else fmt_num(value)
+
+
+def table_section(report: AuditReport, quiet: bool = False) -> str:
+    lines = [
+        "| run | status | top finding | train loss final | train loss best | val loss final | val loss best | steps |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in report.table():
+        if quiet and row["status"] == "healthy":
+            continue
+        top = f"`{row['top']}`" if row["top"] else ""
+        lines.append(
+            f"| {md_escape(row['run'])} | {STATUS_MARK.get(row['status'], '')} {row['status']} | {top} | "
+            + " | ".join(_cell(row[k]) for k in ("train_loss_final", "train_loss_best", "val_loss_final", "val_loss_best", "steps"))
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def errors_section(report: AuditReport) -> str:
+    return "\n".join(f"- {md_escape(e)}" for e in report.errors)
+
+
+def sections(report: AuditReport, quiet: bool = False, table: bool = True) -> list[tuple[str, str]]:
+    out = [("Sweep audit", summary_section(report)), ("Hyperparameter links", links_section(report))]
+    if table and report.results:
+        out.append(("Runs by severity", table_section(report, quiet)))
+    if report.errors:
+        out.append(("Unreadable runs", errors_section(report)))
+    return out
+
+
+def print_sections(console: Console, items: list[tuple[str, str]]) -> None:
+    """The sections alone on a terminal (the default audit view; --details adds the run blocks)."""
+    for title, body in items:
+        console.print(Rule(title, align="left"))
+        console.print(Markdown(body))
+        console.print()

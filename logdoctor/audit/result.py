@@ -1,0 +1,140 @@
+"""The compact, picklable per-run result an audit worker sends back.
+
+A worker process (or a Dask worker on another machine) must not ship a run's
+scalar table back: for a 1,000-run sweep that would be most of the data read.
+`RunResult` keeps only what the audit report needs: the run's identity, its
+roles, status and findings (already in their JSON shape), its flattened
+hyperparameters for the link analysis, and a handful of loss statistics for
+the per-run table. It is plain data (dicts, strings, numbers), so it pickles
+cheaply and round-trips through the JSON cache unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..model import Finding, Run, RunDiagnosis
+from ..view import RunView
+
+#: Statistics kept per run for the audit table (None when the run does not log the role).
+STAT_KEYS = ("train_loss_final", "train_loss_best", "val_loss_final", "val_loss_best", "steps")
+
+
+@dataclass
+class RunResult:
+    run: str
+    path: str
+    format: str
+    roles: dict[str, str]
+    status: str
+    findings: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_diagnosis(cls, rd: RunDiagnosis, view: RunView | None = None) -> "RunResult":
+        view = view or RunView(rd.run)
+        return cls(
+            run=rd.run.name,
+            path=rd.run.path,
+            format=rd.run.format,
+            roles=dict(rd.roles),
+            status=rd.status,
+            findings=[f.to_json() for f in rd.findings],
+            warnings=list(rd.run.warnings),
+            params=flatten_params(rd.run.config),
+            stats=loss_stats(view),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The run's entry of the report contract (same keys as RunDiagnosis.to_json)."""
+        return {
+            "run": self.run,
+            "path": self.path,
+            "format": self.format,
+            "roles": dict(self.roles),
+            "status": self.status,
+            "findings": [dict(f) for f in self.findings],
+            "warnings": list(self.warnings),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunResult":
+        return cls(**data)
+
+    @property
+    def codes(self) -> set[str]:
+        """Codes of the run's problems (warning or critical findings)."""
+        return {f["code"] for f in self.findings if f["severity"] in ("critical", "warning")}
+
+    @property
+    def top(self) -> dict[str, Any] | None:
+        return self.findings[0] if self.findings else None
+
+    def to_run_diagnosis(self) -> RunDiagnosis:
+        """A RunDiagnosis for the shared renderers (no scalars: renderers draw from findings)."""
+        run = Run(name=self.run, path=self.path, format=self.format, config=dict(self.params), warnings=list(self.warnings))
+        findings = [
+            Finding(
+                code=f["code"],
+                severity=f["severity"],
+                confidence=f["confidence"],
+                title=f["title"],
+                metric=f["metric"],
+                steps=None if f["steps"] is None else (f["steps"][0], f["steps"][1]),
+                evidence=dict(f["evidence"]),
+                causes=list(f["causes"]),
+                fixes=list(f["fixes"]),
+            )
+            for f in self.findings
+        ]
+        return RunDiagnosis(run=run, roles=dict(self.roles), findings=findings)
+
+
+def loss_stats(view: RunView) -> dict[str, Any]:
+    """Final and best train/validation loss and the last step logged."""
+    out: dict[str, Any] = {}
+    for role in ("train_loss", "val_loss"):
+        series = view.series(role)
+        if series is None or len(series) == 0:
+            out[f"{role}_final"] = out[f"{role}_best"] = None
+            continue
+        finite = series.values[np.isfinite(series.values)]
+        out[f"{role}_final"] = float(series.values[-1])
+        out[f"{role}_best"] = float(finite.min()) if len(finite) else None
+    steps = [int(s.steps[-1]) for name in view.counts if (s := view.metric(name)) is not None and len(s)]
+    out["steps"] = max(steps) if steps else None
+    return out
+
+
+_SCALARS = (bool, int, float, str)
+
+
+def flatten_params(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested config -> {"optimizer.lr": 0.003, ...}, scalars only.
+
+    W&B stores each key as {"value": x, "desc": ...}; that wrapper is unwrapped.
+    Keys starting with "_" (W&B internals) and non-scalar values are dropped:
+    the link analysis compares settings, not blobs.
+    """
+    out: dict[str, Any] = {}
+    for key, value in (config or {}).items():
+        key = str(key)
+        if key.startswith("_"):
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and set(value) >= {"value"} and set(value) <= {"value", "desc"}:
+            value = value["value"]
+        if isinstance(value, dict):
+            out.update(flatten_params(value, prefix=f"{name}."))
+        elif isinstance(value, np.generic):
+            out[name] = value.item()
+        elif isinstance(value, _SCALARS) and not (isinstance(value, float) and not np.isfinite(value)):
+            out[name] = value
+    return out

@@ -1,0 +1,107 @@
+"""The audit report: per-run results ordered by severity, counts, the best run, links.
+
+Pure bookkeeping over `RunResult`s; the statistics live in `links`, the
+drawing in `render` and the shared report renderers.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import SEVERITY_RANK, Diagnosis, _jsonable
+from .links import Link
+from .result import RunResult
+
+STATUS_ORDER = {"critical": 0, "warning": 1, "healthy": 2}
+
+
+def severity_key(r: RunResult) -> tuple:
+    top = r.top
+    return (
+        STATUS_ORDER.get(r.status, 9),
+        SEVERITY_RANK.get(top["severity"], 9) if top else 9,
+        -(top["confidence"] if top else 0.0),
+        r.run,
+    )
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def best_run(results: list[RunResult], rank_by: str = "final") -> tuple[RunResult | None, str | None]:
+    """The healthy run with the lowest validation loss (train loss when no healthy run logs one)."""
+    healthy = [r for r in results if r.status == "healthy"]
+    for role in ("val_loss", "train_loss"):
+        key = f"{role}_{rank_by}"
+        scored = [r for r in healthy if _finite(r.stats.get(key))]
+        if scored:
+            return min(scored, key=lambda r: (r.stats[key], r.run)), key
+    return None, None
+
+
+@dataclass
+class AuditReport:
+    root: str
+    results: list[RunResult]
+    errors: list[str]
+    links: list[Link]
+    rank_by: str = "final"
+    #: How the audit went: runs, tasks, cached, read, seconds, jobs, scheduler.
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.results = sorted(self.results, key=severity_key)
+
+    @property
+    def by_status(self) -> dict[str, int]:
+        counts = Counter(r.status for r in self.results)
+        out = {s: counts.get(s, 0) for s in STATUS_ORDER}
+        out["error"] = len(self.errors)
+        return out
+
+    @property
+    def by_code(self) -> dict[str, int]:
+        """Runs with each finding code (a run counts once per code), most frequent first."""
+        counts = Counter(c for r in self.results for c in {f["code"] for f in r.findings})
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    @property
+    def best(self) -> tuple[RunResult | None, str | None]:
+        return best_run(self.results, self.rank_by)
+
+    def diagnosis(self) -> Diagnosis:
+        """The runs as a Diagnosis for the shared renderers, ordered by severity."""
+        return Diagnosis(root=self.root, runs=[r.to_run_diagnosis() for r in self.results], errors=list(self.errors))
+
+    def table(self) -> list[dict[str, Any]]:
+        rows = []
+        for r in self.results:
+            top = r.top
+            rows.append(
+                {
+                    "run": r.run,
+                    "status": r.status,
+                    "top": top["code"] if top else None,
+                    "top_title": top["title"] if top else None,
+                    **{k: r.stats.get(k) for k in ("train_loss_final", "train_loss_best", "val_loss_final", "val_loss_best", "steps")},
+                }
+            )
+        return rows
+
+    def to_json(self) -> dict[str, Any]:
+        """The `audit` section of the JSON report."""
+        best, metric = self.best
+        return {
+            "root": self.root,
+            "runs": len(self.results),
+            "by_status": self.by_status,
+            "by_code": self.by_code,
+            "best": None if best is None else {"run": best.run, "metric": metric, "value": _jsonable(best.stats[metric])},
+            "links": [link.to_json() for link in self.links],
+            "table": [{k: _jsonable(v) for k, v in row.items()} for row in self.table()],
+            "errors": list(self.errors),
+            "stats": dict(self.stats),
+        }

@@ -1,0 +1,96 @@
+"""Orchestration of one audit: plan, cache, execute, summarise."""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..config import Config
+from ..ingest import ReadError
+from .cache import ResultCache
+from .executor import execute
+from .links import find_links
+from .summary import AuditReport
+from .tasks import Task, is_url, plan
+from .worker import TaskOutput
+
+CACHE_FOLDER = ".logdoctor-cache"
+
+
+def default_cache_dir(path: str | os.PathLike) -> Path:
+    """`.logdoctor-cache/` under the audited folder (beside a file; in the working folder for URLs)."""
+    if is_url(path):
+        return Path.cwd() / CACHE_FOLDER
+    p = Path(path)
+    return (p if p.is_dir() else p.parent) / CACHE_FOLDER
+
+
+def _plan(path: str | os.PathLike, absolute: bool) -> list[Task]:
+    if is_url(path):
+        try:
+            return plan(str(path))
+        except ImportError:
+            raise ReadError(f"{path}: reading URLs needs fsspec (pip install 'logdoctor[dask]')") from None
+        except (OSError, ValueError) as exc:
+            raise ReadError(f"{path}: cannot list this URL ({type(exc).__name__}: {exc})") from None
+    p = Path(path)
+    if not p.exists():
+        raise ReadError(f"{path}: no such file or folder")
+    return plan(p.absolute() if absolute else p)
+
+
+def audit(
+    path: str | os.PathLike,
+    config: Config | None = None,
+    *,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    use_cache: bool = True,
+    rank_by: str = "final",
+    progress: Callable[[int, int], None] | None = None,
+) -> AuditReport:
+    """Diagnose every run under `path` (a folder, file or fsspec URL) and summarise the sweep.
+
+    `jobs` local worker processes (default: one per core) or, with
+    `scheduler`, the workers of a running Dask cluster. Unchanged runs are
+    answered from the cache unless `use_cache` is False.
+    """
+    config = config or Config()
+    jobs = jobs or os.cpu_count() or 1
+    started = time.perf_counter()
+    # Dask workers may run elsewhere: hand them absolute paths.
+    tasks = _plan(path, absolute=bool(scheduler))
+    cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir(path), config) if use_cache else None
+    outputs: dict[int, TaskOutput] = {}
+    todo: list[Task] = []
+    for task in tasks:
+        hit = cache.get(task) if cache else None
+        if hit is not None:
+            outputs[id(task)] = hit
+        else:
+            todo.append(task)
+    if progress:
+        progress(len(outputs), len(tasks))
+
+    def done(task: Task, output: TaskOutput) -> None:
+        outputs[id(task)] = output
+        if cache:
+            cache.put(task, output)
+        if progress:
+            progress(len(outputs), len(tasks))
+
+    execute(todo, config, done, jobs=jobs, scheduler=scheduler)
+    results = [r for task in tasks for r in outputs[id(task)].results]
+    errors = [e for task in tasks for e in outputs[id(task)].errors]
+    links = find_links(results)
+    stats = {
+        "tasks": len(tasks),
+        "cached": len(tasks) - len(todo),
+        "read": len(todo),
+        "jobs": None if scheduler else jobs,
+        "scheduler": scheduler,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    return AuditReport(root=str(path), results=results, errors=errors, links=links, rank_by=rank_by, stats=stats)

@@ -1,0 +1,127 @@
+"""Units of audit work and their fingerprints.
+
+A task is what one worker reads and diagnoses: a local run source found by
+`logdoctor.ingest.discover`, or, for an fsspec URL (s3://, gs://, memory://,
+file://...), one top-level folder of the audited tree that the worker fetches
+and discovers itself (runs are read where they are, not shipped by the
+client). A task's fingerprint covers the path, size and modification time of
+every file it reads, so the cache can tell an unchanged run without reading it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..ingest import Source, discover
+
+
+@dataclass
+class Task:
+    #: The audited root: run names are relative to it (a local path or a URL).
+    root: str
+    #: A local run source, or None for a remote unit.
+    source: Source | None = None
+    #: URL of a remote unit (a folder or file under `root`), or None.
+    unit: str | None = None
+    #: Hash of the files' paths, sizes and modification times.
+    fingerprint: str = ""
+    #: Bytes to read (lets the executor skip a process pool for small audits).
+    size: int = 0
+
+    @property
+    def ident(self) -> str:
+        """Stable identity of the task across audits (what the cache is indexed by)."""
+        if self.source is not None:
+            return f"{self.source.format}:{Path(self.source.path).resolve()}"
+        return f"url:{self.unit}"
+
+    @property
+    def label(self) -> str:
+        return str(self.source.path) if self.source is not None else str(self.unit)
+
+
+def is_url(path: str | os.PathLike) -> bool:
+    return "://" in str(path)
+
+
+def _digest(entries: list[Any]) -> str:
+    return hashlib.sha1(json.dumps(entries, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _local_files(source: Source) -> list[Path]:
+    paths = list(source.files) or [Path(source.path)]
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            for folder, _, names in os.walk(p):
+                out.extend(Path(folder) / n for n in names)
+        else:
+            out.append(p)
+    return sorted(set(out))
+
+
+def local_task(root: Path, source: Source) -> Task:
+    """A task for a local source, fingerprinted from a stat() of each of its files."""
+    entries, size = [], 0
+    for f in _local_files(source):
+        try:
+            st = f.stat()
+            entries.append((str(f), st.st_size, st.st_mtime_ns))
+            size += st.st_size
+        except OSError:
+            entries.append((str(f), None, None))
+    fingerprint = _digest([source.format, str(source.path), entries])
+    return Task(root=str(root), source=source, fingerprint=fingerprint, size=size)
+
+
+def plan_local(root: Path) -> list[Task]:
+    """One task per run source discovered under a local path."""
+    return [local_task(root, s) for s in discover(root)]
+
+
+#: fsspec info keys that change when a file's content does, by backend.
+_VERSION_KEYS = ("mtime", "LastModified", "updated", "last_modified", "ETag", "etag", "md5Hash", "created")
+
+
+def _remote_version(info: dict[str, Any]) -> tuple:
+    stamp = next((info[k] for k in _VERSION_KEYS if info.get(k) is not None), None)
+    return (info.get("size"), str(stamp))
+
+
+def plan_remote(url: str) -> list[Task]:
+    """Tasks for an fsspec URL: the root itself when it holds files (it is a run),
+    else one task per top-level folder (each a run or a group of runs)."""
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(url)
+    protocol = url.split("://", 1)[0]
+    root = root.rstrip("/")
+    if fs.isfile(root):
+        info = fs.info(root)
+        return [Task(root=url, unit=url, fingerprint=_digest([root, _remote_version(info)]), size=info.get("size") or 0)]
+    files = fs.find(root, detail=True)
+    groups: dict[str, list] = {}
+    for name, info in sorted(files.items()):
+        rel = name[len(root):].lstrip("/") if name.startswith(root) else name
+        parts = rel.split("/")
+        if any(p.startswith(".") for p in parts):
+            continue
+        head = "" if len(parts) == 1 else parts[0]
+        groups.setdefault(head, []).append((rel, _remote_version(info)))
+    size = lambda entries: sum(e[1][0] or 0 for e in entries)  # noqa: E731
+    if "" in groups:  # files at the top: the root is one run (possibly spanning subfolders)
+        everything = sorted(e for entries in groups.values() for e in entries)
+        return [Task(root=url, unit=url, fingerprint=_digest(everything), size=size(everything))]
+    return [
+        Task(root=url, unit=f"{protocol}://{root}/{head}", fingerprint=_digest(entries), size=size(entries))
+        for head, entries in sorted(groups.items())
+    ]
+
+
+def plan(path: str | os.PathLike) -> list[Task]:
+    return plan_remote(str(path)) if is_url(path) else plan_local(Path(path))
