@@ -234,7 +234,9 @@ def test_lightning_csvlogger_metrics_and_hparams(tmp_path):
         "1,,,125,,,0.6,0.75\n"
     )
     (version / "hparams.yaml").write_text("lr: 0.001\nmodel:\n  hidden: 128\nbetas: !!python/tuple\n- 0.9\n- 0.999\n")
+    (version / "events.out.tfevents.1700000000.host.1.0").write_bytes(b"")  # a TensorBoardLogger twin
     run = one_run(tmp_path)
+    assert any("TensorBoard event file(s) here repeat" in n for n in run.notes)
     assert run.format == "lightning" and run.name == "lightning_logs/version_0"
     assert list(series(run, "val_loss").steps) == [62, 125]
     assert list(series(run, "train_loss_step").values) == [0.9, 0.7]

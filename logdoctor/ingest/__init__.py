@@ -23,14 +23,17 @@ from pathlib import Path
 
 from ..model import Run
 
-#: Format modules, in the order they are offered each folder.
+#: Format modules, in the order they are offered each folder. CSV layouts come
+#: before TensorBoard because Lightning (CSVLogger + TensorBoardLogger) and
+#: Ultralytics write the same scalars twice into one folder: csv_table claims
+#: those event files with the CSV, which also carries the config.
 FORMATS = (
     "wandb_run",
     "mlflow",
     "hf_trainer",
-    "tensorboard",
     "wandb_csv",
     "csv_table",
+    "tensorboard",
 )
 
 

@@ -5,6 +5,8 @@ Layouts, most specific first (the header decides, file names only confirm):
 * ``lightning``: PyTorch Lightning ``CSVLogger`` ``metrics.csv`` (``step`` and
   ``epoch`` columns; train and validation metrics on different rows, blanks
   elsewhere) with ``hparams.yaml`` beside it. The run is the version folder.
+  A TensorBoardLogger sharing the folder writes the same scalars again: those
+  event files are claimed here and not read twice (see ingest.FORMATS).
 * ``ultralytics``: YOLO ``results.csv`` (header padded with spaces, ``epoch``
   plus ``train/...``, ``val/...``, ``metrics/...``, ``lr/pg0``...) with
   ``args.yaml``. The run is the training folder.
@@ -36,6 +38,7 @@ STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "epoch", "S
 #: Index columns pandas writes (`df.to_csv()` without index=False).
 _INDEX_COLUMNS = ("", "Unnamed: 0", "index")
 _SNIFF_BYTES = 64 * 1024
+_EVENTS_PREFIX = "events.out.tfevents"
 
 
 def header(path: Path) -> list[str] | None:
@@ -93,11 +96,12 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
             continue
         got.files.add(name)
         side = {"lightning": "hparams.yaml", "ultralytics": "args.yaml"}.get(kind)
-        if side and side in present:
-            got.files.add(side)
-            got.sources.append(Source("csv_table", folder, [path, folder / side]))
-        elif side:
-            got.sources.append(Source("csv_table", folder, [path]))
+        if side:
+            # the training's own folder: its config, and TensorBoard copies of the same scalars
+            twins = {f for f in filenames if f.startswith(_EVENTS_PREFIX)}
+            got.files |= twins | ({side} & present)
+            files = [path] + ([folder / side] if side in present else []) + [folder / f for f in sorted(twins)]
+            got.sources.append(Source("csv_table", folder, files))
         else:
             got.sources.append(Source("csv_table", path, [path]))
     return got if got.sources else None
@@ -165,8 +169,13 @@ def read(source: Source) -> list[Run]:
     kind = layout(path.name, frame.columns, {f.name for f in source.files}) or "csv"
     warnings: list[str] = []
     config = {}
-    if len(source.files) > 1:
-        config = load_config_file(source.files[1], warnings)
+    notes = []
+    for side in source.files[1:]:
+        if side.name.endswith(".yaml"):
+            config = load_config_file(side, warnings)
+    twins = [f.name for f in source.files if f.name.startswith(_EVENTS_PREFIX)]
+    if twins:
+        notes.append(f"{len(twins)} TensorBoard event file(s) here repeat these scalars; read {path.name} instead")
     if kind == "csv" and {"metric", "step", "value"} <= set(frame.columns):
         wall = next((c for c in ("wall_time", "timestamp") if c in frame.columns), None)
         long = frame.select(
@@ -175,7 +184,7 @@ def read(source: Source) -> list[Run]:
             pl.col("value").cast(pl.Float64, strict=False),
             (pl.col(wall).cast(pl.Float64, strict=False) if wall else pl.lit(None, dtype=pl.Float64)).alias("wall_time"),
         ).drop_nulls(["metric", "step"])
-        return [Run(name="", path=str(source.path), format="csv", scalars=tidy(long), config=config, warnings=warnings)]
+        return [Run(name="", path=str(source.path), format="csv", scalars=tidy(long), config=config, warnings=warnings, notes=notes)]
     step_col = "step" if kind == "lightning" else _step_column(frame)
     if kind in ("ultralytics", "keras_csv") and "epoch" in frame.columns:
         step_col = "epoch"
@@ -184,5 +193,6 @@ def read(source: Source) -> list[Run]:
     if not metrics:
         raise ReadError(f"{path}: CSV has no numeric metric columns")
     scalars = wide_to_tidy(frame, step_col, metrics)
-    notes = [] if step_col else ["no step column: row number used as the step"]
+    if not step_col:
+        notes.append("no step column: row number used as the step")
     return [Run(name="", path=str(source.path), format=kind, scalars=scalars, config=config, warnings=warnings, notes=notes)]
