@@ -408,7 +408,7 @@ class Curve:
     quantum: float
     bad: NonFinite | None
     smooth: np.ndarray  # rolling median of y
-    start: float  # level at the start (first smoothed value)
+    start: float  # level at the start (median of the first few points)
     end: float  # level at the end (last smoothed value)
     best: float  # lowest smoothed level
     best_index: int
@@ -472,7 +472,7 @@ def _build(series: Series, max_points: int) -> Curve | None:
     point_noise = max(noise_sigma(finite), q / math.sqrt(12.0))
     y_noise = max(noise_sigma(b.med), q / math.sqrt(12.0))
     sm = smooth(b.med)
-    start, end = float(sm[0]), float(sm[-1])
+    start, end = _start_level(b.med), float(sm[-1])
     best_index = int(np.argmin(sm))
     return Curve(
         name=series.name,
@@ -495,6 +495,18 @@ def _build(series: Series, max_points: int) -> Curve | None:
         best_index=best_index,
         worst=float(np.max(sm)),
     )
+
+
+def _start_level(y: np.ndarray) -> float:
+    """Where a curve starts: the median of its first few points.
+
+    Few enough to sit near the top of a steep initial descent (a rolling
+    median there would already be well down it), enough (3 from 30 points,
+    1 % of long series) that one odd first value is not taken for the start.
+    """
+    n = len(y)
+    k = 1 if n < 30 else max(3, round(0.01 * n))
+    return float(np.median(y[:k]))
 
 
 def sigmoid(x: float) -> float:

@@ -38,8 +38,8 @@ class Crawl(Rule):
     defaults = {
         "min_points": 8,
         "trend_p": 0.001,
-        # below this relative drop the run is `flat` (its negligible_drop)
-        "min_relative_drop": 0.005,
+        # below this relative drop the run is `flat` (its max_relative_drop)
+        "min_relative_drop": 0.03,
         # above it the loss has fallen too far to call the pace useless
         "max_relative_drop": 0.35,
         # slope of the last third / slope of the whole run: a converging run decelerates below this

@@ -1,4 +1,4 @@
-"""epoch_jumps: the loss jumps up at epoch boundaries (data order / shuffling)."""
+"""epoch_jumps: the loss jumps at epoch boundaries / repeats a pattern every epoch (data order)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,46 +10,48 @@ from .base import Rule
 
 
 class EpochJumps(Rule):
-    """The training loss jumps up at epoch boundaries.
+    """The training loss jumps at epoch boundaries: it repeats one pattern every epoch.
 
     Symptom:
-        At most epoch boundaries the per-step training loss steps up, far
-        beyond the change seen over the same number of steps inside an
-        epoch, then falls again during the epoch: a sawtooth with the epoch
-        as its period. Boundaries come from a logged epoch counter or, when
-        there is none, from the loss's own dominant period. Downward steps
-        (the running mean a Keras progress bar resets, a model memorising
-        data it sees again) are not this pathology.
+        Once the smooth trend is removed (a moving average exactly one epoch
+        long, which cancels any pattern of that period), the loss at a given
+        position inside the epoch is the same epoch after epoch: even and odd
+        epochs show the same profile, typically a jump up right after each
+        boundary or block-wise jumps where the data changes. Boundaries come
+        from a logged epoch counter or, when there is none, from the loss's
+        own dominant period. A drop at the boundary followed by a rise inside
+        the epoch (a running mean reset each epoch, or a model memorising
+        data it sees again) is not this pathology.
     Root causes:
-        - the training data is not shuffled: it is ordered (by class, source, length or time), so every epoch replays the same easy-to-hard sequence
+        - the training data is not shuffled: it is ordered (by class, source, length or time), so every epoch replays the same sequence
         - DistributedSampler.set_epoch(epoch) never called: every epoch sees the same order
-        - per-epoch state reset: a scheduler or optimizer rebuilt each epoch, or a warm restart at each boundary
-        - a data stream that concatenates sources, so each epoch ends on a different distribution than it starts
+        - per-epoch state reset: the optimizer or scheduler rebuilt inside the epoch loop, or a warm restart at each boundary
     Fix:
-        - DataLoader(..., shuffle=True) for training (or a sampler that shuffles); shuffle the file list for streamed shards
+        - DataLoader(..., shuffle=True) for training (or a shuffling sampler); shuffle the shard list of streamed data
         - call sampler.set_epoch(epoch) at the start of every epoch with DistributedSampler
         - build the optimizer and scheduler once, outside the epoch loop
     Probe:
-        none from a checkpoint; inspect the label / source sequence of the first and last batches of an epoch
+        none from a checkpoint; print the labels / sources of the first and last batches of an epoch
     Example:
         Every 390 steps (one CIFAR epoch) the loss jumps from about 0.9 to 1.6
-        and decays back over the epoch.
+        and decays back over the epoch, the same in every epoch.
     """
 
     code = "epoch_jumps"
     severity = "warning"
     defaults = {
-        "min_epochs": 3,
+        "min_epochs": 4,
         "min_points_per_epoch": 6,
-        # jump / robust sigma of same-lag changes inside epochs
-        "k_sigma": 3.0,
-        # share of boundaries that must show a significant upward jump
-        "min_share": 0.6,
+        # correlation between the even-epoch and odd-epoch profiles
+        "min_split_half_r": 0.6,
+        # profile range / the run's progress (its start level minus its best)
+        "min_amplitude": 0.05,
         # without a logged epoch counter, the autocorrelation peak must be at least this high
         "min_period_strength": 0.3,
-        # the median jump must be at least this share of the run's progress
-        "min_jump_over_progress": 0.05,
+        # phase bins per epoch (at most)
+        "bins": 24,
     }
+    suppresses = ("spike", "oscillate")
 
     def check(self, view: RunView) -> list[Finding]:
         series = view.series("train_loss")
@@ -58,60 +60,65 @@ class EpochJumps(Rule):
             return []
         ok = np.isfinite(series.values)
         steps, y = series.steps[ok], series.values[ok]
-        bounds, source = self._boundaries(view, steps, y)
-        if len(bounds) < self.params["min_epochs"] - 1:
+        starts, source = self._epoch_starts(view, steps, y)
+        if len(starts) < self.params["min_epochs"] - 1:
             return []
-        per_epoch = len(y) / (len(bounds) + 1)
-        if per_epoch < self.params["min_points_per_epoch"]:
+        period = int(np.median(np.diff(starts))) if len(starts) > 1 else int(starts[0])
+        if period < self.params["min_points_per_epoch"]:
             return []
-        m = max(1, min(5, int(per_epoch // 5)))
-        bounds = bounds[(bounds >= m) & (bounds <= len(y) - m)]
-        if len(bounds) < self.params["min_epochs"] - 1:
-            return []
-        jumps = np.array([np.median(y[b : b + m]) - np.median(y[b - m : b]) for b in bounds])
-        # the same-lag change anywhere inside an epoch (away from boundaries) is the yardstick
-        inside = np.ones(len(y) - 2 * m + 1, dtype=bool)
-        for b in bounds:
-            inside[max(0, b - 2 * m + 1) : b + 1] = False
+        # epoch index and phase in [0, 1) of every point inside a complete epoch
+        edges = np.r_[starts, len(y)]
+        epoch_of = np.searchsorted(edges, np.arange(len(y)), side="right") - 1
+        inside = (epoch_of >= 0) & (epoch_of < len(edges) - 1)
+        # only whole epochs of typical length (the partial first / last one is dropped)
+        length = np.diff(edges)
+        whole = np.abs(length - period) <= 0.2 * period
+        inside &= whole[np.clip(epoch_of, 0, len(whole) - 1)]
+        detrended = y - _centered_mean(y, period)
+        inside &= np.isfinite(detrended)
         idx = np.flatnonzero(inside)
-        if len(idx) < 10:
+        if len(np.unique(epoch_of[idx])) < self.params["min_epochs"]:
             return []
-        if len(idx) > 20000:
-            idx = idx[np.linspace(0, len(idx) - 1, 20000).astype(int)]
-        cs = np.r_[0.0, np.cumsum(y)]
-        inner = (cs[idx + 2 * m] - 2 * cs[idx + m] + cs[idx]) / m  # mean(next m) - mean(previous m)
-        sigma = max(curves.robust_sigma(inner), c.quantum, 1e-12)
-        z = jumps / sigma
-        up = z > self.params["k_sigma"]
-        share = float(np.mean(up))
-        median_jump = float(np.median(jumps))
-        progress = max(c.start - c.best, 0.05 * abs(c.start), 1e-12)
-        if share < self.params["min_share"] or median_jump <= 0:
+        e = epoch_of[idx]
+        phase = (idx - edges[e]) / length[e]
+        bins = int(min(self.params["bins"], period))
+        b = np.minimum((phase * bins).astype(int), bins - 1)
+        r = detrended[idx]
+        profile = _profile(b, r, bins)
+        even = _profile(b[e % 2 == 0], r[e % 2 == 0], bins)
+        odd = _profile(b[e % 2 == 1], r[e % 2 == 1], bins)
+        agree = _corr(even, odd)
+        amplitude = float(np.max(profile) - np.min(profile))
+        ref = max(c.start - c.best, 0.05 * abs(c.start), 1e-12)
+        boundary_jump = float(profile[0] - profile[-1])
+        rising = curves.trend(np.arange(bins), profile).tau
+        if agree < self.params["min_split_half_r"] or amplitude < self.params["min_amplitude"] * ref:
             return []
-        if median_jump < self.params["min_jump_over_progress"] * progress:
-            return []
-        confidence = 0.5 + 0.45 * min(1.0, (share - self.params["min_share"]) / (1 - self.params["min_share"] + 1e-9) * 0.5 + min(1.0, len(bounds) / 10) * 0.5) * curves.sigmoid(float(np.median(z)) - self.params["k_sigma"])
-        bsteps = steps[bounds]
+        if boundary_jump < 0 and rising > 0.5:
+            return []  # a reset running mean / re-seen data: drop at the boundary, climb inside
+        confidence = 0.5 + 0.45 * min(1.0, (agree - self.params["min_split_half_r"]) / (1 - self.params["min_split_half_r"]) + 0.2) * min(1.0, len(np.unique(e)) / 8)
+        bsteps = steps[starts[(starts > 0) & (starts < len(steps))]]
+        what = f"jumps {'up' if boundary_jump > 0 else 'down'} {abs(boundary_jump):.4g} at each boundary" if abs(boundary_jump) >= 0.5 * amplitude else "follows the same within-epoch pattern"
         return [
             self.finding(
                 series,
-                title=f"{series.name} jumps up at {int(up.sum())} of {len(bounds)} epoch boundaries (median +{median_jump:.4g})",
-                steps=(int(bsteps[0]), int(bsteps[-1])),
+                title=f"{series.name} repeats one pattern every epoch ({what}; {len(np.unique(e))} epochs of ~{period} points)",
+                steps=(int(bsteps[0]) if len(bsteps) else c.first_step, c.last_step),
                 confidence=confidence,
                 evidence={
-                    "boundaries": len(bounds),
-                    "boundaries_from": source,
-                    "points_per_epoch": per_epoch,
-                    "jumping_share": share,
-                    "median_jump": median_jump,
-                    "median_jump_sigma": float(np.median(z)),
-                    "median_jump_over_progress": median_jump / progress,
+                    "epochs": int(len(np.unique(e))),
+                    "epochs_from": source,
+                    "points_per_epoch": period,
+                    "split_half_r": agree,
+                    "pattern_amplitude": amplitude,
+                    "amplitude_over_progress": amplitude / ref,
+                    "boundary_jump": boundary_jump,
                     "boundary_steps": [int(s) for s in bsteps[:10]],
                 },
             )
         ]
 
-    def _boundaries(self, view: RunView, steps: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, str]:
+    def _epoch_starts(self, view: RunView, steps: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, str]:
         """Indices (into the finite loss) where a new epoch starts, and where they came from."""
         epoch = view.series("epoch")
         if epoch is not None and np.isfinite(epoch.values).sum() >= 2:
@@ -124,11 +131,34 @@ class EpochJumps(Rule):
         period, strength = curves.dominant_period(y, min_period=self.params["min_points_per_epoch"])
         if period == 0 or strength < self.params["min_period_strength"]:
             return np.array([], dtype=int), "none"
-        # phase: the offset within the period where the loss rises the most
-        n_periods = len(y) // period
-        folded = y[: n_periods * period].reshape(n_periods, period)
-        folded = folded - np.median(folded, axis=1, keepdims=True)
-        profile = np.median(folded, axis=0)
-        rise = np.roll(profile, -1) - profile
-        phase = (int(np.argmax(rise)) + 1) % period
-        return np.arange(phase if phase else period, len(y), period), "loss period"
+        return np.arange(period, len(y), period), "loss period"
+
+
+def _centered_mean(y: np.ndarray, period: int) -> np.ndarray:
+    """Centred moving average over exactly one period (NaN where the window does not fit).
+
+    Averaging over a whole period cancels any pattern with that period and
+    keeps a linear trend, so `y - this` is the periodic part plus noise.
+    """
+    cs = np.r_[0.0, np.cumsum(y)]
+    out = np.full(len(y), np.nan)
+    half = period // 2
+    lo = np.arange(len(y)) - half
+    hi = lo + period
+    ok = (lo >= 0) & (hi <= len(y))
+    out[ok] = (cs[hi[ok]] - cs[lo[ok]]) / period
+    return out
+
+
+def _profile(bins: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Mean value per phase bin (NaN-free: empty bins get 0)."""
+    total = np.bincount(bins, weights=values, minlength=n)
+    count = np.bincount(bins, minlength=n)
+    return np.where(count > 0, total / np.maximum(count, 1), 0.0)
+
+
+def _corr(a: np.ndarray, b: np.ndarray) -> float:
+    if np.std(a) == 0 or np.std(b) == 0:
+        return 0.0
+    return float(np.corrcoef(a, b)[0, 1])
+

@@ -14,17 +14,19 @@ class Flat(Rule):
     """The loss stays at its initial level: no learning at all.
 
     Symptom:
-        Over the whole run the smoothed loss never gets meaningfully below
-        the level it started at (relative to that level), and there is no
-        significant downward trend, or the drift is negligible. An exactly
-        constant loss is the strongest form. A run that sits at chance for a
-        while and then learns is not flat.
+        Over the whole run the smoothed loss never gets more than a few
+        percent below the level it started at, nor ends far from it (a
+        statistically significant drift that small is still no learning; the
+        Mann-Kendall trend is reported as evidence). An exactly constant loss
+        is the strongest form. A run that sits at chance for a while and then
+        learns is not flat; a loss that falls by more is `crawl` or healthy.
     Root causes:
         - parameters not in the optimizer (optimizer built before model.to(device), head never passed in, requires_grad=False)
         - loss detached from the graph (.item()/.detach() on the loss path, forward under torch.no_grad())
         - zero_grad / backward / step in the wrong order, or optimizer.step() missing
         - model left in eval() mode, or every weight frozen
         - labels detached from inputs (shuffled separately, all one class): nothing to learn
+        - learning rate several decades too low: the loss moves, but by far less than its noise
     Fix:
         - build the optimizer after model.to(device) and assert every trainable parameter is in a param group
         - assert loss.requires_grad and loss.grad_fn is not None before backward(); log loss.item() but back-propagate the tensor
@@ -44,10 +46,6 @@ class Flat(Rule):
         "min_points": 4,
         # the smoothed loss never gets further below its start than this fraction of it
         "max_relative_drop": 0.03,
-        # a significant downward trend (Mann-Kendall) turns a small drop into `crawl`...
-        "trend_p": 0.001,
-        # ...unless the drop is negligible even so
-        "negligible_drop": 0.005,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -62,9 +60,6 @@ class Flat(Rule):
         if drop_best >= max_drop or abs(drop_end) >= max_drop:
             return []
         t = curves.trend(c.steps, c.y)
-        falling = t.p_value < self.params["trend_p"] and t.slope < 0
-        if falling and max(drop_best, drop_end) >= self.params["negligible_drop"]:
-            return []
         spread = float(np.max(c.hi) - np.min(c.lo))
         constant = spread <= max(c.quantum, 1e-12 * max(1.0, abs(c.start)))
         # how far inside the threshold it sits, and how much data backs it

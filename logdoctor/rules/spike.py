@@ -52,6 +52,8 @@ class Spike(Rule):
         # warning (not info) from this many spikes, or one this tall (share of the progress)
         "warn_count": 2,
         "warn_height": 1.0,
+        # the opening share of the run is ignored: the first steps from init are not a settled level
+        "skip_start": 0.05,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -64,6 +66,7 @@ class Spike(Rule):
         h = curves.hampel(c.hi, k=self.params["k_sigma"], floor=max(c.y_noise, c.quantum))
         height = c.hi - h.center
         hit = h.outliers & (h.score > 0) & (height >= self.params["min_height"] * ref)
+        hit[: int(self.params["skip_start"] * n)] = False
         window = max(2, int(round(self.params["recover_window"] * n)))
         spikes = []
         for start, stop in _runs(hit):
