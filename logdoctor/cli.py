@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -89,35 +90,73 @@ def analyze(
 
     config = _load_config(config_file, path, select, ignore)
     try:
-        diagnosis = run_analysis(path, config)
+        with _progress("diagnosing", enabled=not quiet) as progress:
+            diagnosis = run_analysis(path, config, progress=progress)
     except ReadError as exc:
         raise fail(str(exc)) from None
+    from rich.markup import escape
+
     err = _console(stderr=True)
     for line in diagnosis.errors:
-        err.print(f"[yellow]skipped:[/] {line}", highlight=False, markup=True)
+        err.print(f"[yellow]skipped:[/] {escape(line)}", highlight=False, markup=True)
     _emit(diagnosis, fmt, output, quiet, no_plots)
     raise typer.Exit(exit_code([rd.status for rd in diagnosis.runs], fail_on))
 
 
-def _emit(diagnosis, fmt: OutputFormat, output: Optional[Path], quiet: bool, no_plots: bool, extra=None) -> None:
-    """Render in the chosen format to stdout or a file."""
+@contextmanager
+def _progress(description: str, enabled: bool = True):
+    """A transient progress bar on stderr; yields a `(done, total)` callback, or None off a terminal."""
+    err = _console(stderr=True)
+    if not enabled or not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task(description, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def _emit(
+    diagnosis, fmt: OutputFormat, output: Optional[Path], quiet: bool, no_plots: bool, extra=None, sections=None
+) -> None:
+    """Render in the chosen format to stdout or a file.
+
+    `extra` adds top-level keys to the JSON document (e.g. `audit`); `sections`
+    is a list of `(title, markdown)` shown by the terminal, Markdown and HTML
+    reports after their header (the audit summary).
+    """
     if fmt == OutputFormat.json:
         from .report.json_report import render_json
 
         _write(render_json(diagnosis, extra), output)
-        return
-    if fmt == OutputFormat.terminal:
-        from .report.terminal import render_terminal
+    elif fmt == OutputFormat.terminal:
+        from .report.terminal import render_terminal, render_text
 
         if output:
-            from rich.console import Console
-
-            with open(output, "w", encoding="utf-8") as fh:
-                render_terminal(diagnosis, Console(file=fh, no_color=True, width=100), quiet=quiet)
+            _write(render_text(diagnosis, quiet=quiet, extra_sections=sections), output)
         else:
-            render_terminal(diagnosis, _console(), quiet=quiet)
-        return
-    raise fail(f"--format {fmt.value} is not available yet")
+            render_terminal(diagnosis, _console(), quiet=quiet, extra_sections=sections)
+    elif fmt == OutputFormat.md:
+        from .report.markdown import render_markdown
+
+        plots_dir = None
+        if output and not no_plots:
+            plots_dir = output.parent / f"{output.stem}_plots"
+        elif not no_plots and not quiet:
+            _console(stderr=True).print("note: Markdown on stdout has no plots; use -o report.md to write them")
+        with _progress("plotting", enabled=not quiet and plots_dir is not None) as progress:
+            try:
+                text = render_markdown(diagnosis, extra_sections=sections, plots_dir=plots_dir, progress=progress)
+            except OSError as exc:
+                raise fail(f"{plots_dir}: cannot write plots ({exc.strerror})") from None
+        _write(text, output)
+    elif fmt == OutputFormat.html:
+        from .report.html import render_html
+
+        with _progress("plotting", enabled=not quiet and not no_plots) as progress:
+            _write(render_html(diagnosis, extra_sections=sections, plots=not no_plots, progress=progress), output)
 
 
 def _write(text: str, output: Optional[Path]) -> None:

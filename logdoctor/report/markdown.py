@@ -23,7 +23,7 @@ from pathlib import Path
 from .. import __version__
 from ..model import Diagnosis, Finding, RunDiagnosis
 from .sparkline import sparkline
-from .text import by_severity, counts_line, evidence_items, fmt_num, main_loss, md_escape, slug, step_range
+from .text import by_severity, counts_line, evidence_items, fmt_num, main_loss, md_code, md_escape, slug, step_range
 
 STATUS_MARK = {"critical": "🔴", "warning": "🟠", "healthy": "🟢"}
 SEVERITY_MARK = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
@@ -35,7 +35,7 @@ def _anchor(i: int) -> str:
 
 def _finding(i: int, f: Finding) -> list[str]:
     lines = [f"**{i}. `{f.code}`** — {f.severity}, confidence {f.confidence:.2f}: {md_escape(f.title)}", ""]
-    loc = ", ".join(p for p in (f"`{md_escape(f.metric)}`" if f.metric else "", step_range(f)) if p)
+    loc = ", ".join(p for p in (md_code(f.metric) if f.metric else "", step_range(f)) if p)
     if loc:
         lines.append(f"- **where:** {loc}")
     items = evidence_items(f.evidence)
@@ -57,12 +57,12 @@ def _run(i: int, rd: RunDiagnosis, plot: str | None) -> list[str]:
         "",
         f"### {STATUS_MARK.get(rd.status, '')} {rd.status.upper()} · {md_escape(rd.run.name)}",
         "",
-        f"`{md_escape(rd.run.format)}` · {md_escape(rd.run.path)}",
+        f"{md_code(rd.run.format)} · {md_code(rd.run.path)}",
         "",
     ]
     loss = main_loss(rd)
     if loss is not None and plot is None:
-        lines += [f"`{md_escape(loss.name)}` {sparkline(loss)}", ""]
+        lines += [f"{md_code(loss.name)} {sparkline(loss)}", ""]
     if plot:
         lines += [f"![loss and findings of {md_escape(rd.run.name)}]({plot})", ""]
     if not rd.findings:
@@ -108,13 +108,13 @@ def render_markdown(
     lines = [
         "# logdoctor report",
         "",
-        f"`{md_escape(diagnosis.root)}` · {counts_line(diagnosis.runs)} · logdoctor {__version__}",
+        f"{md_code(diagnosis.root)} · {counts_line(diagnosis.runs)} · logdoctor {__version__}",
         "",
     ]
     for title, body in extra_sections or []:
         lines += [f"## {title}", "", body.rstrip(), ""]
     if not diagnosis.runs:
-        lines += [f"No training runs found under `{md_escape(diagnosis.root)}`.", ""]
+        lines += [f"No training runs found under {md_code(diagnosis.root)}.", ""]
     index = {id(rd): i for i, rd in enumerate(diagnosis.runs, 1)}
     if len(diagnosis.runs) > 1:
         lines += ["## Summary", ""] + summary_table(diagnosis, index)

@@ -28,6 +28,7 @@ import numpy as np
 from ..curves import first_nonfinite
 from ..model import RunDiagnosis, Series
 from ..view import RunView
+from .text import fmt_num
 
 #: Points drawn per line at most (min and max of MAX_POINTS / 2 buckets).
 MAX_POINTS = 1200
@@ -120,7 +121,10 @@ class RunPlotter:
 
     def __init__(self, width_in: float = 8.0, dpi: int = 100):
         from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
+        from matplotlib.ticker import FuncFormatter
 
+        self._step_ticks = FuncFormatter(_steps_label)
+        self._lr_ticks = FuncFormatter(_lr_label)
         self._Figure = Figure
         self.width_in = width_in
         self.dpi = dpi
@@ -128,10 +132,17 @@ class RunPlotter:
 
     def _figure(self, n: int):
         fig = self._figures.get(n)
+        height = 2.7 + 1.45 * (n - 1)
         if fig is None:
-            fig = self._Figure(figsize=(self.width_in, 2.7 + 1.45 * (n - 1)), dpi=self.dpi, layout="constrained")
+            fig = self._Figure(figsize=(self.width_in, height), dpi=self.dpi)
             self._figures[n] = fig
         fig.clear()
+        # fixed margins in inches (room for the LR twin axis and the legends above each panel):
+        # a layout engine would measure every text box per figure and double the drawing time
+        fig.subplots_adjust(
+            left=0.75 / self.width_in, right=1 - 0.85 / self.width_in,
+            bottom=0.5 / height, top=1 - 0.3 / height, hspace=0.35 * 2.0 / max(n, 1),
+        )
         heights = [2.0] + [1.0] * (n - 1)
         axes = fig.subplots(n, 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
         return fig, list(axes)
@@ -143,15 +154,31 @@ class RunPlotter:
             return None
         fig, axes = self._figure(len(panels))
         for ax, panel in zip(axes, panels):
-            _draw_panel(ax, panel)
+            _draw_panel(ax, panel, self._lr_ticks)
         _shade_findings(axes, panels, rd)
         axes[-1].set_xlabel("step")
+        axes[-1].xaxis.set_major_formatter(self._step_ticks)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=self.dpi)
         return buf.getvalue()
 
 
-def _draw_panel(ax, panel: Panel) -> None:
+def _lr_label(x: float, _pos=None) -> str:
+    """LR ticks as 3e-4 rather than 0.00030."""
+    return fmt_num(float(x))
+
+
+def _steps_label(x: float, _pos=None) -> str:
+    """Step ticks as 0, 500, 50k, 1.2M: short enough that a 300k-step run keeps readable ticks."""
+    a = abs(x)
+    if a >= 1e6:
+        return f"{x / 1e6:g}M"
+    if a >= 1e4:
+        return f"{x / 1e3:g}k"
+    return f"{x:g}"
+
+
+def _draw_panel(ax, panel: Panel, lr_ticks) -> None:
     positive = True
     spans = []
     for role, s in panel.lines:
@@ -188,8 +215,10 @@ def _draw_panel(ax, panel: Panel) -> None:
         twin.plot(x, y, color=LINE_COLOR["lr"], lw=1.0, ls="--", label=s.name if s.name.lower() in ("lr", "learning_rate") else f"lr: {s.name}")
         if len(y) and y.min() > 0 and y.max() / y.min() > 1000:
             twin.set_yscale("log")
-        elif len(y) and y.min() >= 0 and y.max() > 0:
-            twin.set_ylim(0, y.max() * 1.08)  # from zero, so a constant LR is a flat line, not noise-scaled
+        else:
+            twin.yaxis.set_major_formatter(lr_ticks)
+            if len(y) and y.min() >= 0 and y.max() > 0:
+                twin.set_ylim(0, y.max() * 1.08)  # from zero: a constant LR is a flat line, not scaled noise
         twin.set_ylabel("learning rate", fontsize=9, color=LINE_COLOR["lr"])
         twin.tick_params(labelsize=8, colors=LINE_COLOR["lr"])
         h, lab = twin.get_legend_handles_labels()

@@ -91,7 +91,10 @@ def _one(key: str, value: Any) -> tuple[str, str]:
     toks = [t for t in key.lower().split("_") if t]
     unit = ""
     label = key
-    for suffix, u in _UNIT_SUFFIXES:
+    if key.lower() in ("p_value", "pvalue"):
+        label = "p"
+    scalar = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    for suffix, u in _UNIT_SUFFIXES if scalar else ():
         if key.lower().endswith(suffix) and len(key) > len(suffix):
             label, unit = key[: -len(suffix)], u
             break
@@ -194,13 +197,22 @@ def counts_line(runs: list[RunDiagnosis]) -> str:
     return f"{len(runs)} run{'s' if len(runs) != 1 else ''}: " + ", ".join(f"{n} {s}" for s, n in c.items())
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 
 def md_escape(text: str) -> str:
-    """Escape a log-supplied string for GitHub Markdown (no formatting, no raw HTML, table-safe)."""
+    """Escape a log-supplied string for GitHub Markdown prose: no emphasis, links or raw HTML; table-safe."""
     text = str(text).replace("&", "&amp;").replace("\r", " ").replace("\n", " ")
     return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def md_code(text: str) -> str:
+    """A log-supplied string as an inline code span (shown verbatim; backticks inside are fenced around)."""
+    text = str(text).replace("\r", " ").replace("\n", " ")
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def slug(name: str, limit: int = 60) -> str:

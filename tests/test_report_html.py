@@ -1,0 +1,139 @@
+"""HTML report: one self-contained file, plots per run, index by severity, every log string escaped, scales."""
+from __future__ import annotations
+
+import base64
+import re
+import time
+
+import numpy as np
+from typer.testing import CliRunner
+
+from _report_fixtures import EVIL, diverging, evil, finding, frame, healthy, many, mixed, overfitting, scaler
+from logdoctor.cli import app
+from logdoctor.model import Diagnosis
+from logdoctor.report.html import render_html
+from logdoctor.report.plots import MAX_POINTS, RunPlotter, downsample, plot_series_for
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+IMG_SRC = re.compile(r'<img[^>]*\ssrc="([^"]*)"')
+
+
+def external_references(html: str) -> list[str]:
+    """Anything the page could fetch: src/href/url()/@import pointing off the page."""
+    refs = re.findall(r'(?:src|href|action|poster|data)\s*=\s*"([^"]*)"', html)
+    refs += re.findall(r"url\(([^)]*)\)", html) + re.findall(r"@import[^;]*", html)
+    return [r for r in refs if not (r.startswith("data:image/png;base64,") or r.startswith("#"))]
+
+
+def test_one_self_contained_file_with_a_plot_per_run():
+    html = render_html(mixed())
+    assert external_references(html) == []
+    assert "<link" not in html and "http://" not in html and "https://" not in html
+    srcs = IMG_SRC.findall(html)
+    assert len(srcs) == 5
+    for src in srcs:
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG_MAGIC)
+    assert html.count("<script>") == 1  # the sort script, nothing else
+
+
+def test_index_is_ordered_by_severity_and_links_to_each_run():
+    html = render_html(mixed())
+    index = html[html.index('<table class="index">'): html.index("</table>")]
+    names = re.findall(r'<a href="#(run-\d+)">([^<]*)</a>', index)
+    assert [n for _, n in names] == [
+        "sweep/lr=1.0/seed0", "sweep/lr=1e-7/seed0", "amp/fp16-run", "resnet18/cifar10", "baseline/seed1",
+    ]
+    for anchor, _ in names:
+        assert f'id="{anchor}"' in html
+
+
+def test_findings_show_evidence_causes_and_fixes():
+    html = render_html(Diagnosis("runs/", [diverging()]))
+    assert "Loss blows up and becomes NaN at step 1,450" in html
+    assert "<tr><th>loss</th><td>0.53 → inf</td></tr>" in html
+    assert "<tr><th>first nonfinite step</th><td>1,450</td></tr>" in html
+    assert "<li>diverge cause three</li>" in html
+    assert "Confirm with replay: update_ratio" in html
+    assert "steps 1,200–1,450" in html
+
+
+def test_every_log_string_is_escaped():
+    html = render_html(Diagnosis("<b>root</b>", [evil(), healthy()]), extra_sections=[("Audit", f"note {EVIL} <img src=x onerror=alert(1)>")])
+    assert EVIL not in html
+    assert "onerror=alert(1)>" not in html
+    assert "<b>root</b>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html.count("<script>") == 1
+    assert "config (1 keys)" in html  # the config value is shown, escaped
+
+
+def test_no_plots_option_and_empty_diagnosis():
+    assert "<img" not in render_html(mixed(), plots=False)
+    assert "No training runs found under" in render_html(Diagnosis("empty/", []))
+
+
+def test_panels_follow_the_roles_that_are_logged():
+    assert [p.key for p in plot_series_for(scaler())] == ["loss", "grad_norm", "loss_scale"]
+    panels = plot_series_for(overfitting())
+    assert [p.key for p in panels] == ["loss"]
+    assert [role for role, _ in panels[0].lines] == ["train_loss", "val_loss"]
+    assert [role for role, _ in panels[0].twin] == ["lr"]
+    # a finding about a metric no role covers (a reward) still gets its curve drawn
+    rd = healthy()
+    steps = np.arange(100)
+    rd.run.scalars = rd.run.scalars.vstack(frame({"episode_reward": (steps, np.sin(steps))}))
+    rd.findings.append(finding("oscillate", "warning", "episode_reward", (0, 99), {"period_steps": 6}, "reward oscillates"))
+    assert "episode_reward" in {s.name for _, s in plot_series_for(rd)[0].lines}
+
+
+def test_downsample_keeps_every_spike_and_drops_nonfinite():
+    rng = np.random.default_rng(0)
+    n = 200_000
+    steps = np.arange(n)
+    values = 1 + rng.normal(0, 0.01, n)
+    spikes = rng.choice(n, 25, replace=False)
+    values[spikes] = 50.0
+    values[spikes[:3] + 1] = np.nan
+    x, y = downsample(steps, values)
+    assert len(x) <= MAX_POINTS
+    assert np.all(np.diff(x) > 0) and np.all(np.isfinite(y))
+    assert set(spikes) <= set(x.tolist())  # every spike survives thinning
+    assert y.min() == np.nanmin(values)
+    short = downsample(steps[:10], values[:10])
+    assert len(short[0]) == 10
+
+
+def test_plot_of_a_long_run_is_fast_and_nan_is_marked():
+    plotter = RunPlotter()
+    big = healthy("big", n=200_000)
+    start = time.perf_counter()
+    png = plotter.png(big)
+    assert time.perf_counter() - start < 5
+    assert png.startswith(PNG_MAGIC)
+    assert plotter.png(diverging()).startswith(PNG_MAGIC)
+
+
+def test_scales_to_many_runs():
+    """40 runs here (a full 1,000-run timing is in benchmarks/report_scale.py); per-run cost must stay low."""
+    d = many(40)
+    start = time.perf_counter()
+    html = render_html(d)
+    per_run = (time.perf_counter() - start) / 40
+    assert per_run < 0.5, f"{per_run:.3f} s per run"
+    assert html.count("<img") == 40
+    # healthy runs start collapsed in a big report; runs with findings are open
+    assert html.count("<details open>") == 10
+
+
+def test_cli_html_to_file(tmp_path):
+    run = tmp_path / "runs" / "a"
+    run.mkdir(parents=True)
+    steps = np.arange(0, 2000, 10)
+    loss = 2.3 * np.exp(-steps / 400) + 0.1
+    (run / "metrics.csv").write_text("step,train_loss,lr\n" + "".join(f"{s},{v},0.01\n" for s, v in zip(steps, loss)))
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(app, ["analyze", str(tmp_path / "runs"), "--format", "html", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>") and len(IMG_SRC.findall(html)) == 1
+    assert result.output == ""  # nothing on stdout when writing to a file

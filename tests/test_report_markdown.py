@@ -1,0 +1,97 @@
+"""Markdown report: GFM, same content as the terminal, PNG plots beside it, log strings escaped."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+from typer.testing import CliRunner
+
+from _report_fixtures import EVIL, evil, flat, mixed
+from logdoctor.cli import app
+from logdoctor.model import Diagnosis
+from logdoctor.report.markdown import render_markdown
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+IMAGE = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
+
+
+def test_plots_are_written_beside_the_report_and_linked(tmp_path):
+    plots = tmp_path / "report_plots"
+    text = render_markdown(mixed(), plots_dir=plots)
+    links = IMAGE.findall(text)
+    assert len(links) == 5
+    for link in links:
+        png = (tmp_path / link).read_bytes()
+        assert png.startswith(PNG_MAGIC) and len(png) > 5000
+
+
+def test_same_content_as_the_terminal_report():
+    text = render_markdown(Diagnosis("runs/", [flat()]))
+    assert "### 🔴 CRITICAL · sweep/lr=1e-7/seed0" in text
+    assert "`flat`" in text and "confidence 0.93" in text
+    assert "- **where:** `loss`, steps 0–4,000" in text
+    assert "loss **2.301 → 2.298**, slope **-7e-7/step**, p **0.41**" in text
+    assert "  1. flat cause one" in text and "  3. flat cause three" in text  # every cause, ranked
+    assert "  - Confirm with replay: update\\_ratio" in text
+    assert "![" not in text  # no plots without a plots_dir
+
+
+def test_summary_table_is_worst_first_and_links_to_sections():
+    text = render_markdown(mixed())
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "](#run-" in line]
+    assert len(rows) == 5
+    assert [r.split("|")[1].split()[-1] for r in rows] == ["critical", "critical", "warning", "warning", "healthy"]
+    for anchor in re.findall(r"\(#(run-\d+)\)", text):
+        assert f'<a id="{anchor}"></a>' in text
+
+
+def test_log_strings_cannot_inject_markup_or_break_the_table():
+    d = mixed()
+    bad = evil()
+    bad.run.name = EVIL + " | col"
+    d.runs.append(bad)
+    text = render_markdown(d)
+    prose = re.sub(r"(`+).*?\1", "", text)  # code spans show their content verbatim: safe
+    assert EVIL not in prose
+    assert "\\<script\\>" in prose and "`/runs/<script>alert(1)</script>`" in text
+    row = next(line for line in text.splitlines() if "](#run-6)" in line)
+    assert len(re.findall(r"(?<!\\)\|", row)) == 6  # 5 columns: the run's own '|' is escaped
+
+
+def test_extra_sections_come_after_the_header():
+    text = render_markdown(mixed(), extra_sections=[("Audit", "diverge in **8/8** runs with lr >= 0.003")])
+    assert text.index("## Audit") < text.index("## Summary")
+    assert "diverge in **8/8** runs" in text
+
+
+def test_cli_md_writes_report_and_plots(tmp_path):
+    run = tmp_path / "runs" / "a"
+    run.mkdir(parents=True)
+    steps = np.arange(0, 2000, 10)
+    loss = 2.3 * np.exp(-steps / 400) + 0.1
+    (run / "metrics.csv").write_text("step,train_loss\n" + "".join(f"{s},{v}\n" for s, v in zip(steps, loss)))
+    out = tmp_path / "report.md"
+    result = CliRunner().invoke(app, ["analyze", str(tmp_path / "runs"), "--format", "md", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "report_plots").is_dir()
+    for link in IMAGE.findall(out.read_text()):
+        assert (tmp_path / link).read_bytes().startswith(PNG_MAGIC)
+    out2 = tmp_path / "bare.md"
+    result = CliRunner().invoke(app, ["analyze", str(tmp_path / "runs"), "--format", "md", "-o", str(out2), "--no-plots"])
+    assert result.exit_code == 0 and not IMAGE.search(out2.read_text())
+    assert not (tmp_path / "bare_plots").exists()
+
+
+def test_unwritable_plots_folder_is_one_line_exit_2(tmp_path):
+    run = tmp_path / "runs" / "a"
+    run.mkdir(parents=True)
+    (run / "metrics.csv").write_text("step,train_loss\n" + "".join(f"{s},{2.0 / (s + 1)}\n" for s in range(50)))
+    (tmp_path / "r_plots").write_text("a file where the plots folder should go")
+    result = CliRunner().invoke(app, ["analyze", str(tmp_path / "runs"), "-f", "md", "-o", str(tmp_path / "r.md")])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output and "cannot write plots" in result.output
+
+
+def test_empty_diagnosis(tmp_path: Path):
+    assert "No training runs found under `nothing/`." in render_markdown(Diagnosis("nothing/", []), plots_dir=tmp_path / "p")

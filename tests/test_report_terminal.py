@@ -1,0 +1,128 @@
+"""Terminal report: status first, evidence in plain numbers, 80 columns, NO_COLOR, --quiet, markup-safe."""
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+from rich.console import Console
+
+from _report_fixtures import EVIL, diverging, flat, healthy, mixed, overfitting
+from logdoctor.model import Diagnosis
+from logdoctor.report.sparkline import BLOCKS, sparkline
+from logdoctor.report.terminal import render_terminal, render_text
+from logdoctor.report.text import evidence_items, evidence_text, fmt_num, md_code, md_escape
+
+ANSI = re.compile(r"\x1b\[")
+
+
+def render(diagnosis, width=80, **kw) -> str:
+    console = Console(file=io.StringIO(), width=width, no_color=True, color_system=None)
+    render_terminal(diagnosis, console, **kw)
+    return console.file.getvalue()
+
+
+def test_numbers_read_like_a_person_wrote_them():
+    assert fmt_num(4000) == "4,000"
+    assert fmt_num(4000.0) == "4,000"
+    assert fmt_num(2.30123) == "2.301"
+    assert fmt_num(-7e-7) == "-7e-7"
+    assert fmt_num(3.2e9) == "3.2e9"
+    assert fmt_num(float("nan")) == "NaN" and fmt_num(float("-inf")) == "-inf"
+    assert fmt_num(True) == "yes"
+    assert fmt_num(list(range(10))).endswith("(+4 more)")
+
+
+def test_evidence_is_phrased_generically_from_its_keys():
+    text = evidence_text({"loss_start": 2.301, "loss_end": 2.298, "slope_per_step": -7e-7, "p": 0.41})
+    assert text == "loss 2.301 → 2.298, slope -7e-7/step, p = 0.41"
+    items = dict(evidence_items({"fraction_clipped": 0.973, "warmup_steps": 500, "spike_steps": [7499, 10799], "p_value": 0.003}))
+    assert items == {"clipped": "97.3%", "warmup": "500 steps", "spike steps": "7,499, 10,799", "p": "0.003"}
+    # JSON-round-tripped non-finite values stay readable
+    assert dict(evidence_items({"value": "inf"})) == {"value": "inf"}
+
+
+def test_run_block_shows_status_evidence_cause_fix_and_sparkline():
+    out = render(Diagnosis("runs/", [flat()]))
+    lines = out.splitlines()
+    assert lines[0].startswith("✖ CRITICAL  sweep/lr=1e-7/seed0")
+    assert "loss 2.301 → 2.298, slope -7e-7/step, p = 0.41" in out
+    assert "steps 0–4,000" in out
+    assert "cause: flat cause one" in out and "or: flat cause two" in out
+    assert "flat cause three" not in out  # only the top causes in the terminal
+    assert "fix:   flat fix:" in out
+    spark = lines[1].split()[1]
+    assert len(spark) == 24 and set(spark) <= set(BLOCKS)
+
+
+def test_readable_at_80_columns_and_no_colour_codes():
+    d = mixed()
+    d.runs.append(healthy("a/very/long/run/name/" + "x" * 120))
+    out = render(d, width=80)
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert not ANSI.search(out)
+
+
+def test_summary_table_lists_runs_worst_first():
+    out = render(mixed())
+    table = out[out.index("5 runs: 2 critical, 2 warning, 1 healthy"):]
+    order = [table.index(name) for name in ("sweep/lr=1.0/seed0", "sweep/lr=1e-7/seed0", "amp/fp16-run", "baseline/seed1")]
+    assert order == sorted(order)
+
+
+def test_no_summary_for_few_runs_and_quiet_skips_healthy_runs():
+    d = Diagnosis("runs/", [healthy(), diverging()])
+    assert "status" not in render(d).splitlines()[-2]
+    quiet = render(mixed(), quiet=True)
+    assert "baseline/seed1" not in quiet
+    assert "sweep/lr=1.0/seed0" in quiet
+    assert "runs:" not in quiet
+
+
+def test_info_findings_are_one_line_and_nan_shows_in_the_sparkline():
+    out = render(Diagnosis("runs/", [overfitting(), diverging()]))
+    assert "· spike — One small loss spike that recovered (height sigma 4.1)" in out
+    diverge_line = next(line for line in out.splitlines() if line.strip().startswith("train/loss"))
+    assert "×" in diverge_line and "→ NaN" in diverge_line
+
+
+def test_log_strings_are_printed_verbatim_not_as_markup():
+    rd = flat()
+    rd.run.name = "[bold red]boom[/bold red] " + EVIL
+    out = render(Diagnosis("runs/", [rd]))
+    assert "[bold red]boom[/bold red] <script>" in out
+
+
+def test_render_text_for_files_has_no_trailing_blanks_or_colour():
+    text = render_text(mixed(), width=100, extra_sections=[("Audit", "**3/5** runs diverge with `lr >= 0.1`")])
+    assert not ANSI.search(text)
+    assert all(line == line.rstrip() for line in text.splitlines())
+    assert "Audit" in text and "3/5 runs diverge" in text
+
+
+def test_empty_diagnosis_says_so():
+    assert "No training runs found under empty/." in render(Diagnosis("empty/", []))
+
+
+def test_no_color_env_is_respected(monkeypatch):
+    from logdoctor.cli import _console
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert _console().no_color
+    monkeypatch.delenv("NO_COLOR")
+    assert not _console().no_color
+
+
+def test_sparkline_shapes():
+    from logdoctor.model import Series
+
+    down = Series("l", np.arange(100), np.linspace(2, 1, 100))
+    line = sparkline(down, 10)
+    assert line[0] == "█" and line[-1] == "▁" and len(line) == 10
+    assert sparkline(Series("c", np.arange(5), np.ones(5)), 10) == "▅" * 5  # constant: a flat middle line
+    assert sparkline(None) == ""
+
+
+def test_markdown_escaping_helpers():
+    assert md_escape("a|b <x> *y*") == r"a\|b \<x\> \*y\*"
+    assert md_code("a`b") == "``a`b``"
