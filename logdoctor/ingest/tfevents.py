@@ -1,0 +1,440 @@
+"""Scalars (and hparams) out of TensorBoard `Event` records, fast and by the book.
+
+What counts as a scalar (both paths implement exactly this):
+
+* a summary value with ``simple_value`` (legacy: torch/tensorboardX
+  SummaryWriter, TF1) — always a scalar;
+* a summary value with a ``tensor`` of float dtype (float32, float64, half,
+  bfloat16) holding one element, whose metadata names the ``scalars`` plugin
+  (TF2 ``tf.summary.scalar``, Keras, ``add_scalar(new_style=True)``). A tensor
+  without metadata inherits the plugin of the first value of its tag that had
+  metadata (TF1 writers strip repeated metadata), as TensorBoard does.
+
+Everything else (histograms, images, text, graphs) is skipped; hparams-plugin
+values fill the run's config.
+
+`read_event_file(path, fast=True)` decodes the common single-value layouts of
+a whole batch of records at once with numpy (no per-record protobuf parse)
+and hands any record that does not match those layouts to the reference
+extractor (`Event.FromString`). `fast=False` runs the reference extractor on
+every record: tests compare the two on every file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import tfrecord
+
+ACCEPT, PENDING = 0, 1  # a scalar; a metadata-less tensor waiting for its tag's plugin
+_DT_FLOAT, _DT_DOUBLE, _DT_BFLOAT16, _DT_HALF = 1, 2, 14, 19
+_SCALARS, _HPARAMS = b"scalars", b"hparams"
+
+
+@dataclass
+class EventScalars:
+    """One event file's scalars as compact columns, plus its hparams and damage report."""
+
+    steps: np.ndarray  # int64
+    values: np.ndarray  # float64
+    wall_times: np.ndarray  # float64
+    codes: np.ndarray  # int32 index into `tags`
+    tags: list[str]
+    config: dict[str, Any] = field(default_factory=dict)
+    damage: tfrecord.Damage = field(default_factory=tfrecord.Damage)
+    #: Records with a valid CRC that still did not parse as an Event.
+    undecodable: int = 0
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+_VBITS = 20  # a value's order key: record index << _VBITS | index of the value in its event
+
+
+def order_key(rec: np.ndarray, vidx: np.ndarray | int = 0) -> np.ndarray:
+    return (rec.astype(np.int64) << _VBITS) | vidx
+
+
+class _Collector:
+    """Accumulates values from both paths and resolves them into `EventScalars`.
+
+    Columns stay compact (int64 order key, int64 step, float64 wall time and
+    value, int32 tag id, int8 state) because a large file holds millions of values.
+    """
+
+    _DTYPES = {"key": np.int64, "step": np.int64, "wall": np.float64, "value": np.float64, "tag": np.int32, "state": np.int8}
+
+    def __init__(self) -> None:
+        self.tag_ids: dict[str, int] = {}
+        self.cols: dict[str, list[np.ndarray]] = {k: [] for k in self._DTYPES}
+        self.md: dict[str, list[np.ndarray]] = {"key": [], "tag": [], "is_scalars": []}
+        self.config: dict[str, Any] = {}
+        self.undecodable = 0
+
+    def tag_id(self, tag: str) -> int:
+        got = self.tag_ids.get(tag)
+        if got is None:
+            got = self.tag_ids[tag] = len(self.tag_ids)
+        return got
+
+    def add(self, **cols: np.ndarray) -> None:
+        for key, arr in cols.items():
+            self.cols[key].append(np.asarray(arr, dtype=self._DTYPES[key]))
+
+    def add_md(self, key: np.ndarray, tag: np.ndarray, is_scalars: np.ndarray) -> None:
+        """Values that carried metadata: the first per tag decides its metadata-less tensors."""
+        self.md["key"].append(np.asarray(key, np.int64))
+        self.md["tag"].append(np.asarray(tag, np.int32))
+        self.md["is_scalars"].append(np.asarray(is_scalars, bool))
+
+    def finish(self, damage: tfrecord.Damage) -> EventScalars:
+        cat: dict[str, np.ndarray] = {}
+        for name, dtype in self._DTYPES.items():  # one column at a time keeps the peak low
+            parts = self.cols.pop(name)
+            cat[name] = np.concatenate(parts) if parts else np.zeros(0, dtype)
+            del parts
+        key = cat.pop("key")
+        if len(key) > 1 and not np.all(key[1:] > key[:-1]):  # reference-path values came out of order
+            order = np.argsort(key, kind="stable")
+            cat = {k: v[order] for k, v in cat.items()}
+        del key
+        state = cat.pop("state")
+        pending = state == PENDING
+        if pending.any():
+            drop = pending & ~self._tag_is_scalars()[cat["tag"]]
+            cat = {k: v[~drop] for k, v in cat.items()}
+        return EventScalars(
+            cat["step"], cat["value"], cat["wall"], cat["tag"], list(self.tag_ids), self.config, damage, self.undecodable
+        )
+
+    def _tag_is_scalars(self) -> np.ndarray:
+        """Per tag id: does the first value of the tag that carried metadata name the scalars plugin?"""
+        out = np.zeros(max(len(self.tag_ids), 1), dtype=bool)
+        if not self.md["key"]:
+            return out
+        key, tag, is_sc = (np.concatenate(self.md[k]) for k in ("key", "tag", "is_scalars"))
+        order = np.argsort(key, kind="stable")
+        tag, is_sc = tag[order], is_sc[order]
+        uniq, first = np.unique(tag, return_index=True)
+        out[uniq] = is_sc[first]
+        return out
+
+
+# --------------------------------------------------------------------------- reference extractor
+
+
+def _proto():
+    """The Event / hparams protobuf classes (imported on first use: tensorboard is heavy)."""
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    return event_pb2.Event, plugin_data_pb2.HParamsPluginData
+
+
+def _tensor_scalar(tensor) -> float | None:
+    """The single float a scalar-shaped float tensor holds, else None."""
+    dtype = tensor.dtype
+    if dtype not in (_DT_FLOAT, _DT_DOUBLE, _DT_HALF, _DT_BFLOAT16):
+        return None
+    if any(d.size != 1 for d in tensor.tensor_shape.dim):
+        return None
+    if tensor.tensor_content:
+        np_dtype = {_DT_FLOAT: "<f4", _DT_DOUBLE: "<f8", _DT_HALF: "<f2", _DT_BFLOAT16: "<u2"}[dtype]
+        arr = np.frombuffer(tensor.tensor_content, dtype=np_dtype)
+    elif dtype == _DT_FLOAT:
+        arr = np.array(tensor.float_val, dtype=np.float32)
+    elif dtype == _DT_DOUBLE:
+        arr = np.array(tensor.double_val, dtype=np.float64)
+    else:
+        arr = np.array(tensor.half_val, dtype=np.int64).astype(np.uint16)
+        if dtype == _DT_HALF:
+            arr = arr.view(np.float16)
+    if arr.size != 1:
+        return None
+    if dtype == _DT_BFLOAT16:
+        arr = (arr.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return float(arr[0])
+
+
+def _hparams(content: bytes, parser) -> dict[str, Any]:
+    """hparams-plugin content -> {name: value} from its session_start_info (empty for other parts)."""
+    try:
+        data = parser.FromString(content)
+    except Exception:  # noqa: BLE001 - a damaged hparams blob costs only the config
+        return {}
+    if not data.HasField("session_start_info"):
+        return {}
+    out: dict[str, Any] = {}
+    for key, val in data.session_start_info.hparams.items():
+        kind = val.WhichOneof("kind")
+        if kind == "number_value":
+            num = val.number_value
+            out[key] = int(num) if float(num).is_integer() and abs(num) < 2**53 else num
+        elif kind in ("string_value", "bool_value"):
+            out[key] = getattr(val, kind)
+    return out
+
+
+def _extract(records: list[tuple[int, bytes]], col: _Collector) -> None:
+    """Reference extraction: parse each (index, bytes) record with protobuf and collect its values."""
+    event_cls, hparams_cls = _proto()
+    rows: list[tuple] = []
+    mds: list[tuple] = []
+    for rec, data in records:
+        try:
+            event = event_cls.FromString(data)
+        except Exception:  # noqa: BLE001 - protobuf raises DecodeError (and others) on garbage
+            col.undecodable += 1
+            continue
+        if not event.HasField("summary"):
+            continue
+        for vidx, value in enumerate(event.summary.value):
+            has_md = value.HasField("metadata")
+            plugin = value.metadata.plugin_data.plugin_name if has_md else None
+            tag = col.tag_id(value.tag)
+            if has_md:
+                mds.append((rec, vidx, tag, plugin == "scalars"))
+            if plugin == "hparams":
+                col.config.update(_hparams(value.metadata.plugin_data.content, hparams_cls))
+            kind = value.WhichOneof("value")
+            if kind == "simple_value":
+                rows.append((rec, vidx, event.step, event.wall_time, value.simple_value, tag, ACCEPT))
+            elif kind == "tensor" and plugin in (None, "scalars"):
+                num = _tensor_scalar(value.tensor)
+                if num is not None:
+                    state = ACCEPT if plugin == "scalars" else PENDING
+                    rows.append((rec, vidx, event.step, event.wall_time, num, tag, state))
+    if rows:
+        rec, vidx, step, wall, val, tag, state = (np.array(c) for c in zip(*rows))
+        col.add(key=order_key(rec, vidx), step=step, wall=wall, value=val, tag=tag, state=state)
+    if mds:
+        rec, vidx, tag, is_sc = (np.array(c) for c in zip(*mds))
+        col.add_md(order_key(rec, vidx), tag, is_sc)
+
+
+# --------------------------------------------------------------------------- vectorised decoder
+
+
+def _varint(buf: np.ndarray, pos: np.ndarray, lim: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Base-128 varints at `pos` (each must end before `lim`): (value, position after, ok)."""
+    n = len(pos)
+    val = np.zeros(n, dtype=np.uint64)
+    nxt = pos.copy()
+    ok = np.ones(n, dtype=bool)
+    live = np.arange(n)
+    shift = 0
+    while len(live):
+        inside = nxt[live] < lim[live]
+        if not inside.all():
+            ok[live[~inside]] = False
+            live = live[inside]
+        b = buf[nxt[live]]
+        val[live] |= (b & 0x7F).astype(np.uint64) << np.uint64(shift)
+        nxt[live] += 1
+        live = live[b >= 0x80]
+        shift += 7
+        if shift > 63:
+            ok[live] = False
+            break
+    return val, nxt, ok
+
+
+def _gather(buf: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarray:
+    """Little-endian numbers of `width` bytes at arbitrary (unaligned) offsets."""
+    return buf[pos[:, None] + np.arange(width)].view(dtype).ravel()
+
+
+def _byte(buf: np.ndarray, pos: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """buf[pos] where pos < end, else 0 (0 is never a valid field key)."""
+    inside = pos < end
+    out = np.zeros(len(pos), dtype=np.uint8)
+    out[inside] = buf[pos[inside]]
+    return out
+
+
+def _field(buf, pos, end, key):
+    """Length-delimited field `key` at pos: (present, content start, content end)."""
+    present = _byte(buf, pos, end) == key
+    length, start, ok = _varint(buf, pos + 1, end)
+    stop = start + length.astype(np.int64)
+    present &= ok & (length < (1 << 31)) & (stop <= end)
+    # absent fields collapse to an empty range at `pos`, so later reads stay inside the record
+    return present, np.where(present, start, pos), np.where(present, stop, pos)
+
+
+def _names_equal(buf, start, stop, name: bytes) -> np.ndarray:
+    """Does buf[start:stop] equal `name`, per row?"""
+    same = (stop - start) == len(name)
+    rows = np.flatnonzero(same)
+    if len(rows):
+        got = buf[start[rows][:, None] + np.arange(len(name))]
+        same[rows] = (got == np.frombuffer(name, np.uint8)).all(axis=1)
+    return same
+
+
+def _factorize(buf: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
+    """Distinct byte strings buf[start:stop] -> (code per row, the distinct strings)."""
+    length = stop - start
+    width = max(8, int(-(-length.max() // 8) * 8))
+    idx = np.minimum(start[:, None] + np.arange(width), len(buf) - 1)
+    mat = buf[idx]
+    mat[idx >= stop[:, None]] = 0
+    words = mat.view("<u8")
+    h = length.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    with np.errstate(over="ignore"):
+        for w in range(words.shape[1]):
+            h = (h ^ words[:, w]) * np.uint64(0x100000001B3)
+            h ^= h >> np.uint64(29)
+    uniq, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    rep = first[inv]
+    if not ((words == words[rep]).all() and (length == length[rep]).all()):  # hash collision: exact path
+        seen: dict[bytes, int] = {}
+        codes = np.array([seen.setdefault(row[:n].tobytes(), len(seen)) for row, n in zip(mat, length)], np.int64)
+        return codes, list(seen)
+    return inv.astype(np.int64), [mat[i, : length[i]].tobytes() for i in first]
+
+
+def _decode_batch(batch: tfrecord.Batch, col: _Collector) -> np.ndarray:
+    """Decode a batch's single-value scalar records; returns the record rows left for the reference path."""
+    buf, o = batch.buf, batch.offsets
+    e = o + batch.lengths
+    n = len(o)
+    rows = np.arange(n)
+    fallback = np.zeros(n, dtype=bool)
+
+    # Event: wall_time (1, fixed64), step (2, varint), summary (5, bytes) = the last field.
+    has_wall = (_byte(buf, o, e) == 0x09) & (o + 9 <= e)
+    wall = np.zeros(n)
+    wall[has_wall] = _gather(buf, o[has_wall] + 1, 8, "<f8")
+    p = o + 9 * has_wall
+    has_step = _byte(buf, p, e) == 0x10
+    step = np.zeros(n, dtype=np.int64)
+    if has_step.any():
+        v, q, ok = _varint(buf, p[has_step] + 1, e[has_step])
+        step[has_step] = v.view(np.int64)
+        p[has_step] = q
+        fallback[np.flatnonzero(has_step)[~ok]] = True
+    # Summary holding exactly one Value (1, bytes) that holds the tag (1, bytes).
+    good, s0, s1 = _field(buf, p, e, 0x2A)
+    good &= s1 == e
+    good2, v0, v1 = _field(buf, s0, e, 0x0A)
+    good &= good2 & (v1 == e)
+    good3, t0, t1 = _field(buf, v0, e, 0x0A)
+    good &= good3 & (t1 < e)
+    fallback |= ~good
+    sel = np.flatnonzero(good)
+    o, e, wall, step, t0, t1 = o[sel], e[sel], wall[sel], step[sel], t0[sel], t1[sel]
+    rows = rows[sel]
+
+    # Value payload: simple_value (2, fixed32) or tensor (8, bytes); then optional metadata (9, bytes).
+    key = buf[t1]
+    simple = key == 0x15
+    tens, x0, x1 = _field(buf, t1, e, 0x42)
+    after = np.where(simple, t1 + 5, x1)
+    has_md, m0, m1 = _field(buf, after, e, 0x4A)
+    good = (simple | tens) & np.where(has_md, m1 == e, after == e) & (after <= e)
+    # plugin name: metadata.plugin_data (1).plugin_name (1)
+    pd, d0, d1 = _field(buf, m0, m1, 0x0A)
+    pn, n0, n1 = _field(buf, d0, d1, 0x0A)
+    pn &= pd & has_md
+    n0, n1 = np.where(pn, n0, 0), np.where(pn, n1, 0)
+    is_scalars = pn & _names_equal(buf, n0, n1, _SCALARS)
+    is_hparams = pn & _names_equal(buf, n0, n1, _HPARAMS)
+    fallback[rows[~good | is_hparams]] = True
+    good &= ~is_hparams
+    other = tens & has_md & ~is_scalars  # histograms, images, text...: skipped
+
+    # Tensor: dtype (1, varint) [shape (2) empty] then one value field.
+    want = good & tens & ~other
+    value = np.full(len(rows), np.nan)
+    simple &= good
+    value[simple] = _gather(buf, t1[simple] + 1, 4, "<f4")
+    if want.any():
+        ok, val = _tensor_values(buf, x0[want], x1[want])
+        value[np.flatnonzero(want)[ok]] = val[ok]
+        fallback[rows[np.flatnonzero(want)[~ok]]] = True
+        want[np.flatnonzero(want)[~ok]] = False
+    take = good & (simple | want)
+
+    # tags of every value kept or carrying metadata (the latter decide metadata-less tensors)
+    tagged = take | (good & has_md)
+    idx = np.flatnonzero(tagged)
+    if len(idx):
+        codes, uniq = _factorize(buf, t0[idx], t1[idx])
+        names = []
+        for raw in uniq:
+            names.append(raw.decode("ascii") if raw.isascii() else None)
+        if any(nm is None for nm in names):  # non-ASCII tag: let protobuf judge its UTF-8
+            bad = np.isin(codes, [i for i, nm in enumerate(names) if nm is None])
+            fallback[rows[idx[bad]]] = True
+            take[idx[bad]] = False
+            tagged[idx[bad]] = False
+        lut = np.array([col.tag_id(nm) if nm is not None else -1 for nm in names], np.int64)
+        tag = np.full(len(rows), -1, np.int64)
+        tag[idx] = lut[codes]
+        key = order_key(rows + batch.first)
+        mdrows = tagged & has_md
+        if mdrows.any():
+            col.add_md(key[mdrows], tag[mdrows], is_scalars[mdrows])
+        if take.any():
+            state = np.where(simple | is_scalars, ACCEPT, PENDING)
+            col.add(key=key[take], step=step[take], wall=wall[take], value=value[take], tag=tag[take], state=state[take])
+    return np.flatnonzero(fallback)
+
+
+def _tensor_values(buf: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scalar float tensors in their usual encodings: (decoded?, value)."""
+    n = len(x0)
+    ok = (_byte(buf, x0, x1) == 0x08) & (x0 + 2 <= x1)
+    dtype = np.where(ok, _byte(buf, x0 + 1, x1), 0)  # single-byte enum values only
+    ok &= np.isin(dtype, (_DT_FLOAT, _DT_DOUBLE, _DT_HALF))
+    p = x0 + 2
+    shape = (_byte(buf, p, x1) == 0x12) & (_byte(buf, p + 1, x1) == 0)  # empty TensorShapeProto
+    p = p + 2 * shape
+    key = _byte(buf, p, x1)
+    size = np.where(dtype == _DT_DOUBLE, 8, np.where(dtype == _DT_FLOAT, 4, 2))
+    content = (key == 0x22) & (_byte(buf, p + 1, x1) == size) & (p + 2 + size == x1)
+    packed_f = (key == 0x2A) & (dtype == _DT_FLOAT) & (_byte(buf, p + 1, x1) == 4) & (p + 6 == x1)
+    packed_d = (key == 0x32) & (dtype == _DT_DOUBLE) & (_byte(buf, p + 1, x1) == 8) & (p + 10 == x1)
+    plain_f = (key == 0x2D) & (dtype == _DT_FLOAT) & (p + 5 == x1)
+    plain_d = (key == 0x31) & (dtype == _DT_DOUBLE) & (p + 9 == x1)
+    half = (key == 0x6A) & (dtype == _DT_HALF)
+    val = np.full(n, np.nan)
+    f32 = ok & ((content & (dtype == _DT_FLOAT)) | packed_f | plain_f)
+    at = np.where(content | packed_f | packed_d, p + 2, p + 1)
+    val[f32] = _gather(buf, at[f32], 4, "<f4")
+    f64 = ok & ((content & (dtype == _DT_DOUBLE)) | packed_d | plain_d)
+    val[f64] = _gather(buf, at[f64], 8, "<f8")
+    f16 = ok & content & (dtype == _DT_HALF)
+    val[f16] = _gather(buf, at[f16], 2, "<f2")
+    hv = ok & half
+    if hv.any():
+        rows = np.flatnonzero(hv)
+        inner = _byte(buf, p[rows] + 1, x1[rows]).astype(np.int64)
+        bits, q, good = _varint(buf, p[rows] + 2, x1[rows])
+        good &= (inner == q - p[rows] - 2) & (q == x1[rows]) & (bits < 65536)
+        val[rows[good]] = bits[good].astype(np.uint16).view(np.float16)
+        hv[rows[~good]] = False
+    return f32 | f64 | f16 | hv, val
+
+
+# --------------------------------------------------------------------------- file reader
+
+
+def read_event_file(path: Path, fast: bool = True) -> EventScalars:
+    """All scalars and hparams of one event file; damage is reported, never raised."""
+    col = _Collector()
+    damage = tfrecord.Damage()
+    if fast:
+        for batch in tfrecord.scan_batches(path, damage):
+            left = _decode_batch(batch, col)
+            if len(left):
+                buf, offs, lens = batch.buf, batch.offsets, batch.lengths
+                _extract([(batch.first + i, buf[offs[i] : offs[i] + lens[i]].tobytes()) for i in left.tolist()], col)
+    else:
+        _extract(list(enumerate(tfrecord.iter_records(path, damage))), col)
+    return col.finish(damage)
