@@ -1,0 +1,27 @@
+"""Replay mode: probes that re-examine a PyTorch checkpoint to confirm causes.
+
+Logs show symptoms; a checkpoint (and, optionally, the model code and one
+batch) can confirm or rule out the causes behind them. Static probes read the
+checkpoint alone (weights, optimizer moments, scheduler, GradScaler); dynamic
+probes run the model on a batch. Results are ordinary Findings, and
+`merge.merge_replay` folds them into a run's log diagnosis.
+
+This package is an optional extra (`pip install logdoctor[replay]`): nothing
+here may import torch at module level, so `import logdoctor.replay` stays
+cheap and the rest of logdoctor never pays for PyTorch.
+"""
+from __future__ import annotations
+
+
+class ReplayError(Exception):
+    """A problem the user can fix (bad checkpoint, bad --model spec...); one line naming the file."""
+
+
+def replay(checkpoint, options=None):
+    """Run every applicable probe on `checkpoint`; see `runner.run_replay`."""
+    from .runner import run_replay
+
+    return run_replay(checkpoint, options)
+
+
+__all__ = ["ReplayError", "replay"]

@@ -1,0 +1,36 @@
+"""Every replay probe, in the order they run (cheap static checks first)."""
+from __future__ import annotations
+
+from .dynamic import DeadRelu, GradExplode, GradVanish, InitLossOff, LrRange, NanSource, NoGrad, OverfitBatchFailed
+from .probe import Probe
+from .static_optim import AdamEpsUnderflow, DecayOnNormBias, NotInOptimizer, OptimizerGroups
+from .static_schedule import ScalerCollapse, SchedulerExhausted
+from .static_weights import BatchNormStats, NanWeights, WeightNormOutlier
+from .update_ratio import UpdateRatioHigh, UpdateRatioLow
+
+PROBES: tuple[type[Probe], ...] = (
+    NanWeights,
+    OptimizerGroups,
+    SchedulerExhausted,
+    ScalerCollapse,
+    NotInOptimizer,
+    DecayOnNormBias,
+    AdamEpsUnderflow,
+    UpdateRatioLow,
+    UpdateRatioHigh,
+    BatchNormStats,
+    WeightNormOutlier,
+    NanSource,
+    NoGrad,
+    GradVanish,
+    GradExplode,
+    DeadRelu,
+    InitLossOff,
+    OverfitBatchFailed,
+    LrRange,
+)
+
+
+def all_probes() -> dict[str, type[Probe]]:
+    """code -> Probe class."""
+    return {p.code: p for p in PROBES}

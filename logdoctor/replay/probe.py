@@ -1,0 +1,127 @@
+"""The Probe base class and the context every probe reads.
+
+A probe is a Rule whose input is a checkpoint (and optionally a model and a
+batch) instead of log curves: it keeps the Rule's docstring-as-documentation
+(Symptom / Root causes / Fix), its thresholds and `Rule.finding`, so replay
+findings carry causes and fixes exactly like log findings and render through
+the same reports. Two extra class attributes drive the merge with the logs:
+`explains` (log finding codes this probe can confirm or rule out) and
+`cause_pattern` (a regex picking, among those findings' causes, the ones it
+speaks to).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..model import Finding
+from ..rules.base import Rule
+from .checkpoint import Checkpoint
+from .params import ParamMap, candidate_params, map_params, optimizer_slots
+
+
+class Skip(Exception):
+    """A probe that cannot run on this input (says why in one line)."""
+
+
+@dataclass
+class ReplayContext:
+    """What probes read: the checkpoint, an optional model/batch target, and shared caches."""
+
+    ckpt: Checkpoint
+    #: `target.Target` when --model and --batch/--data were given.
+    target: Any = None
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> tuple[int, int] | None:
+        return None if self.ckpt.step is None else (self.ckpt.step, self.ckpt.step)
+
+    def params(self) -> ParamMap:
+        """Optimizer slots matched to parameter names (computed once)."""
+        if "params" not in self.cache:
+            slots = optimizer_slots(self.ckpt.optimizers)
+            if self.target is not None and self.target.trainable:
+                self.cache["params"] = map_params(slots, self.target.trainable, source="model")
+            else:
+                self.cache["params"] = map_params(slots, candidate_params(self.ckpt.model))
+        return self.cache["params"]
+
+    def memo(self, key: str, compute):
+        """Compute a shared intermediate (grad norms, update ratios...) once for all probes."""
+        if key not in self.cache:
+            self.cache[key] = compute()
+        return self.cache[key]
+
+
+@dataclass
+class Outcome:
+    """What one probe did: fired (a warning/critical finding), clear, or skipped (with the reason)."""
+
+    probe: "Probe"
+    status: str  # "fired" | "clear" | "skipped"
+    findings: list[Finding] = field(default_factory=list)
+    reason: str = ""
+
+
+class Probe(Rule):
+    """Base class; subclasses set code/severity/kind/explains and implement `probe`."""
+
+    #: "static" (checkpoint only) or "dynamic" (needs --model and a batch).
+    kind: ClassVar[str] = "static"
+    explains: ClassVar[tuple[str, ...]] = ()
+    cause_pattern: ClassVar[str] = ""
+
+    def probe(self, ctx: ReplayContext) -> list[Finding]:
+        raise NotImplementedError
+
+    def run(self, ctx: ReplayContext) -> Outcome:
+        if self.kind == "dynamic" and ctx.target is None:
+            return Outcome(self, "skipped", reason="needs --model and --batch/--data")
+        try:
+            findings = self.probe(ctx)
+        except Skip as why:
+            return Outcome(self, "skipped", reason=str(why))
+        fired = any(f.severity != "info" for f in findings)
+        return Outcome(self, "fired" if fired else "clear", findings)
+
+    def confirms(self, finding: Finding) -> list[tuple[str, str]]:
+        """(log code, cause regex) pairs a fired finding of this probe confirms."""
+        if finding.severity == "info":
+            return []
+        return [(code, self.cause_pattern) for code in self.explains]
+
+    def rules_out(self, outcome: Outcome) -> list[tuple[str, str]]:
+        """(log code, cause regex) pairs a probe that ran clean rules out."""
+        if outcome.status != "clear":
+            return []
+        return [(code, self.cause_pattern) for code in self.explains]
+
+    def report(
+        self,
+        ctx: ReplayContext,
+        *,
+        title: str,
+        confidence: float,
+        evidence: dict[str, Any],
+        where: str | None = None,
+        severity: str | None = None,
+    ) -> Finding:
+        """A finding located at the checkpoint's step; `where` names the tensor/module/group."""
+        f = self.finding(None, title=title, steps=ctx.steps, confidence=confidence, evidence=evidence, severity=severity)
+        f.metric = where
+        return f
+
+
+def fmt(x: float) -> str:
+    """A compact number for titles (3 significant digits)."""
+    if x == 0 or not math.isfinite(x):
+        return str(x)
+    return f"{x:.3g}"
+
+
+def listed(names: list[str], limit: int = 6) -> str:
+    """'a, b, c (+4 more)' for titles and evidence."""
+    head = ", ".join(names[:limit])
+    return head + (f" (+{len(names) - limit} more)" if len(names) > limit else "")

@@ -1,0 +1,142 @@
+"""Static probes on the saved LR scheduler and AMP GradScaler."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from ..model import Finding
+from .probe import Probe, ReplayContext, Skip, fmt
+
+#: Scheduler state keys that hold its planned length, by scheduler family.
+TOTAL_KEYS = (("T_max", "CosineAnnealingLR"), ("total_steps", "OneCycleLR"), ("total_iters", "LinearLR/PolynomialLR"))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def schedule_position(state: dict[str, Any]) -> dict[str, Any]:
+    """Where one scheduler stands: position, planned total (if it has one), LR as a fraction of its base."""
+    out: dict[str, Any] = {"last_epoch": _number(state.get("last_epoch"))}
+    for key, family in TOTAL_KEYS:
+        if _number(state.get(key)) is not None:
+            out["planned_total"], out["family"] = _number(state[key]), family
+            break
+    base = [b for b in state.get("base_lrs", []) if isinstance(b, (int, float))]
+    last = [x for x in state.get("_last_lr", []) if isinstance(x, (int, float))]
+    ratios = [lr / b for lr, b in zip(last, base) if b > 0]
+    if ratios:
+        out["lr_fraction_of_base"] = max(ratios)
+        out["last_lr"] = max(last)
+    return out
+
+
+class SchedulerExhausted(Probe):
+    """The LR scheduler sits at its floor, or was stepped past its planned total.
+
+    Symptom:
+        The saved scheduler has stepped beyond the length it was built for
+        (last_epoch > T_max / total_steps / total_iters), or its LR is at a
+        small fraction of the base LR while the run still had a large part of
+        its planned steps to go.
+    Root causes:
+        - the schedule was sized in epochs (or in optimizer steps) but stepped every batch (or every micro-batch under gradient accumulation), so it ran out early
+        - T_max / num_training_steps computed from the wrong dataset length, batch size or epoch count
+        - a cosine schedule stepped past T_max climbs back up (it is periodic), giving an unplanned second cycle
+    Fix:
+        - step the scheduler at the granularity its total was computed in: per optimizer step for warmup/cosine/OneCycle (inside the accumulation boundary), per epoch for epoch schedulers
+        - compute the total as epochs x ceil(len(loader) / accum_steps) and log the actual LR every step
+    Example:
+        CosineAnnealingLR with T_max=1000 at last_epoch=9000; or LR at 1 % of base at step 2,000 of 10,000.
+    """
+
+    code, severity = "scheduler_exhausted", "warning"
+    defaults = {"floor_fraction": 0.05, "remaining_fraction": 0.1}
+    explains = ("lr_schedule_mismatch", "crawl", "flat", "oscillate")
+    cause_pattern = r"schedul|floor|decay|t_max|total|cadence|per[- ](step|epoch|batch)|warmup|stepped"
+
+    def probe(self, ctx: ReplayContext) -> list[Finding]:
+        if not ctx.ckpt.schedulers:
+            raise Skip("no scheduler state in the checkpoint")
+        findings = []
+        for i, state in enumerate(ctx.ckpt.schedulers):
+            pos = schedule_position(state)
+            where = f"scheduler{i}" + (f" ({pos['family']})" if "family" in pos else "")
+            last, total, frac = pos["last_epoch"], pos.get("planned_total"), pos.get("lr_fraction_of_base")
+            evidence = {k: v for k, v in pos.items() if k != "family"}
+            if last is not None and total and last > total:
+                findings.append(
+                    self.report(
+                        ctx,
+                        title=f"scheduler stepped {fmt(last)} times, {fmt(last / total)}x its planned total of {fmt(total)}",
+                        confidence=0.9,
+                        where=where,
+                        evidence=evidence,
+                    )
+                )
+                continue
+            run_total, step = ctx.ckpt.planned_steps, ctx.ckpt.step
+            if frac is not None and frac <= self.params["floor_fraction"] and run_total and step is not None:
+                remaining = 1 - step / run_total
+                if remaining >= self.params["remaining_fraction"]:
+                    findings.append(
+                        self.report(
+                            ctx,
+                            title=f"LR at {frac:.1%} of its base with {remaining:.0%} of the run's {run_total:,} steps to go",
+                            confidence=0.85,
+                            where=where,
+                            evidence={**evidence, "step": step, "planned_steps": run_total},
+                        )
+                    )
+        return findings
+
+
+class ScalerCollapse(Probe):
+    """The saved AMP GradScaler scale has collapsed.
+
+    Symptom:
+        The GradScaler's scale is at or below a few units (it starts at 65536
+        and only halves on an overflowing step), or far below its start with
+        the growth tracker at 0: it just backed off again. Steps with inf/NaN
+        gradients are skipped, so the weights stop moving while the loss still
+        prints.
+    Root causes:
+        - fp16 activations or logits exceed 65504 every step, so every gradient overflows and every step is skipped
+        - a NaN/Inf in the weights or the loss makes every step overflow, whatever the scale
+    Fix:
+        - switch fp16 to bf16 autocast (no scaler needed), or keep the overflowing block (final logits, attention) in fp32
+        - log scaler.get_scale() and a skipped-step count; do not lower init_scale to hide it
+    Example:
+        scale 0.5 with growth tracker 0 at step 12,000.
+    """
+
+    code, severity = "scaler_collapse", "critical"
+    defaults = {"collapsed_scale": 8.0, "low_scale": 256.0}
+    explains = ("scaler_collapse", "flat", "diverge", "crawl")
+    cause_pattern = r"scal|fp16|\bamp\b|mixed precision|overflow|skipp"
+
+    def probe(self, ctx: ReplayContext) -> list[Finding]:
+        state = ctx.ckpt.scaler
+        if not isinstance(state, dict) or _number(state.get("scale")) is None:
+            raise Skip("no GradScaler state in the checkpoint")
+        scale = _number(state["scale"])
+        tracker = _number(state.get("_growth_tracker"))
+        evidence = {"scale": scale, "growth_tracker": tracker, "log2_scale": round(math.log2(scale), 2) if scale > 0 else None}
+        if scale <= self.params["collapsed_scale"]:
+            return [self.report(ctx, title=f"GradScaler scale collapsed to {fmt(scale)} (starts at 65536)", confidence=0.95, where="scaler", evidence=evidence)]
+        if scale <= self.params["low_scale"] and tracker == 0:
+            return [
+                self.report(
+                    ctx,
+                    title=f"GradScaler scale {fmt(scale)}, far below 65536, and it just backed off again (growth tracker 0)",
+                    confidence=0.7,
+                    where="scaler",
+                    severity="warning",
+                    evidence=evidence,
+                )
+            ]
+        return []
