@@ -35,6 +35,20 @@ class FailOn(str, Enum):
     never = "never"
 
 
+class Device(str, Enum):
+    auto = "auto"
+    cuda = "cuda"
+    cpu = "cpu"
+
+
+#: Replay options shared by `replay` and `analyze --replay` (help texts in one place).
+_MODEL_HELP = "Model for dynamic probes: module:factory, path/to/file.py:factory, or a torch.export .pt2."
+_BATCH_HELP = "One batch for dynamic probes: a .pt file with (inputs, targets) or a dict with input/target keys."
+_DATA_HELP = "Instead of --batch: module:fn returning a batch or an iterable of batches."
+_LOSS_HELP = "Loss: cross_entropy, nll, mse, l1, smooth_l1, bce, or module:fn (default: from the targets)."
+_TRUST_HELP = "Allow full unpickling of the checkpoint (runs code in it): only for files you trust."
+
+
 def _console(stderr: bool = False):
     from rich.console import Console
 
@@ -83,6 +97,13 @@ def analyze(
     fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a run is at or above this status."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only problems: skip healthy runs and progress."),
     no_plots: bool = typer.Option(False, "--no-plots", help="Markdown/HTML without plots."),
+    replay_ckpt: Optional[Path] = typer.Option(None, "--replay", help="Also probe this checkpoint and merge the results into its run's diagnosis."),
+    model: Optional[str] = typer.Option(None, "--model", help=_MODEL_HELP),
+    batch: Optional[Path] = typer.Option(None, "--batch", help=_BATCH_HELP),
+    data: Optional[str] = typer.Option(None, "--data", help=_DATA_HELP),
+    loss: Optional[str] = typer.Option(None, "--loss", help=_LOSS_HELP),
+    device: Device = typer.Option(Device.auto, "--device", help="Where dynamic probes run."),
+    trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help=_TRUST_HELP),
 ) -> None:
     """Diagnose every training run under PATH."""
     from .diagnose import analyze as run_analysis
@@ -99,7 +120,52 @@ def analyze(
     err = _console(stderr=True)
     for line in diagnosis.errors:
         err.print(f"[yellow]skipped:[/] {escape(line)}", highlight=False, markup=True)
+    if replay_ckpt is not None:
+        from .replay import ReplayError
+        from .replay.command import merge_into
+
+        opts = dict(model=model, batch=batch and str(batch), data=data, loss=loss, device=device.value, trust=trust_checkpoint, config=config)
+        try:
+            result = merge_into(diagnosis, replay_ckpt, **opts)
+        except ReplayError as exc:
+            raise fail(str(exc)) from None
+        if not quiet:
+            err.print(escape(result.summary()), highlight=False)
     _emit(diagnosis, fmt, output, quiet, no_plots)
+    raise typer.Exit(exit_code([rd.status for rd in diagnosis.runs], fail_on))
+
+
+@app.command()
+def replay(
+    checkpoint: Path = typer.Argument(..., help="A checkpoint (.pt, .pth, .ckpt, .bin, .safetensors) or an HF checkpoint-N/ folder."),
+    model: Optional[str] = typer.Option(None, "--model", help=_MODEL_HELP),
+    batch: Optional[Path] = typer.Option(None, "--batch", help=_BATCH_HELP),
+    data: Optional[str] = typer.Option(None, "--data", help=_DATA_HELP),
+    loss: Optional[str] = typer.Option(None, "--loss", help=_LOSS_HELP),
+    device: Device = typer.Option(Device.auto, "--device", help="Where dynamic probes run."),
+    trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help=_TRUST_HELP),
+    fmt: OutputFormat = typer.Option(OutputFormat.terminal, "--format", "-f", help="Report format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here (default: stdout)."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml (probe thresholds)."),
+    fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a finding is at or above this level."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No probe summary on stderr."),
+) -> None:
+    """Probe a PyTorch checkpoint: static checks alone, dynamic ones with --model and --batch/--data."""
+    from rich.markup import escape
+
+    from .replay import ReplayError
+    from .replay.command import run
+
+    config = _load_config(config_file, checkpoint, None, None)
+    opts = dict(model=model, batch=batch and str(batch), data=data, loss=loss, device=device.value, trust=trust_checkpoint, config=config)
+    try:
+        result = run(checkpoint, **opts)
+    except ReplayError as exc:
+        raise fail(str(exc)) from None
+    if not quiet:
+        _console(stderr=True).print(escape(result.summary()), highlight=False)
+    diagnosis = result.diagnosis()
+    _emit(diagnosis, fmt, output, False, True)
     raise typer.Exit(exit_code([rd.status for rd in diagnosis.runs], fail_on))
 
 
