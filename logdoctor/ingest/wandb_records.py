@@ -146,7 +146,11 @@ def _record_class():
 
 
 def _key(item) -> str:
-    return ".".join(item.nested_key) if item.nested_key else item.key
+    """`a.b` for nested keys (as the W&B UI shows them); one-part keys without a join (hot path)."""
+    nested = item.nested_key
+    if not nested:
+        return item.key
+    return nested[0] if len(nested) == 1 else ".".join(nested)
 
 
 def _value(text: str) -> Any:
@@ -156,9 +160,17 @@ def _value(text: str) -> Any:
         return text
 
 
-def _apply(target: dict[str, Any], update, remove=()) -> None:
+def _history_value(text: str) -> Any:
+    """Most history values are plain numbers: float() is several times faster than json.loads."""
+    try:
+        return float(text)
+    except ValueError:
+        return _value(text)
+
+
+def _apply(target: dict[str, Any], update, remove=(), decode=_value) -> None:
     for item in update:
-        target[_key(item)] = _value(item.value_json)
+        target[_key(item)] = decode(item.value_json)
     for item in remove:
         target.pop(_key(item), None)
 
@@ -171,6 +183,7 @@ def read_wandb_file(path: Path) -> WandbLog:
     from google.protobuf.message import DecodeError
 
     log = WandbLog()
+    summary_text: dict[str, str] = {}
     record = Record()
     for payload in scan_records(path, log.stats):
         try:
@@ -180,14 +193,14 @@ def read_wandb_file(path: Path) -> WandbLog:
             continue
         kind = record.WhichOneof("record_type")
         if kind == "history":
-            row = {_key(item): _value(item.value_json) for item in record.history.item}
+            row = {_key(item): _history_value(item.value_json) for item in record.history.item}
             if record.history.HasField("step"):
                 row["_step"] = record.history.step.num
             log.rows.append(row)
         elif kind == "config":
             _apply(log.config, record.config.update, record.config.remove)
-        elif kind == "summary":
-            _apply(log.summary, record.summary.update, record.summary.remove)
+        elif kind == "summary":  # one per step: keep the text, decode only the final values
+            _apply(summary_text, record.summary.update, record.summary.remove, decode=str)
         elif kind == "run":
             run = record.run
             log.name = run.display_name or log.name
@@ -195,4 +208,5 @@ def read_wandb_file(path: Path) -> WandbLog:
             _apply(log.config, run.config.update, run.config.remove)
         elif kind == "exit":
             log.exit_code = record.exit.exit_code
+    log.summary = {key: _value(text) for key, text in summary_text.items()}
     return log
