@@ -46,6 +46,12 @@ EXPECTED = {
 USEFUL = {"train_loss", "val_loss", "reward", "val_acc", "train_acc"}
 
 
+def _names_empty_file(error: str) -> bool:
+    """Some real logs contain 0-byte files (a run killed at start): one line each is right for those."""
+    path = Path(error.split(": ", 1)[0])
+    return path.is_file() and path.stat().st_size == 0
+
+
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_every_real_log_is_read_with_roles(folder):
     runs, errors = load_runs(REAL / folder)
@@ -55,7 +61,7 @@ def test_every_real_log_is_read_with_roles(folder):
     if count == 0:
         assert runs == [] and len(errors) == 1 and "runs-table" in errors[0]
         return
-    assert errors == []
+    assert all(_names_empty_file(e) for e in errors), errors
     assert runs and (count is None or len(runs) == count)
     for run in runs:
         assert fmt is None or run.format == fmt
@@ -83,6 +89,7 @@ def test_specific_real_log_details():
 
 def test_whole_tree_at_once_has_unique_run_names():
     runs, errors = load_runs(REAL)
+    errors = [e for e in errors if not _names_empty_file(e)]
     assert len(errors) == 1 and "runs-table" in errors[0]
     names = [r.name for r in runs]
     assert len(names) == len(set(names))
