@@ -12,8 +12,9 @@ class Crawl(Rule):
     """The loss falls, but far too slowly to matter.
 
     Symptom:
-        A significant downward trend (Mann-Kendall) whose total drop over the
-        run is a small fraction of the starting loss, and which is not
+        A steady, significant downward trend (Mann-Kendall, Kendall's tau
+        at most -0.3) whose total drop over the run is a small fraction of
+        the starting loss (from half a percent up to about a third), and which is not
         levelling off: the last third still falls at least about as fast as
         the run did on average. A healthy run drops steeply first and
         decelerates; a crawling one inches down at an even pace. No NaN.
@@ -37,9 +38,11 @@ class Crawl(Rule):
     severity = "warning"
     defaults = {
         "min_points": 8,
+        # a steady decline: Mann-Kendall p below trend_p and Kendall's tau at most max_tau
         "trend_p": 0.001,
-        # below this relative drop the run is `flat` (its max_relative_drop)
-        "min_relative_drop": 0.03,
+        "max_tau": -0.3,
+        # below this relative drop the loss has not moved at all (flat's negligible_drop)
+        "min_relative_drop": 0.005,
         # above it the loss has fallen too far to call the pace useless
         "max_relative_drop": 0.35,
         # slope of the last third / slope of the whole run: a converging run decelerates below this
@@ -56,7 +59,7 @@ class Crawl(Rule):
         if not self.params["min_relative_drop"] <= drop <= self.params["max_relative_drop"]:
             return []
         whole = curves.trend(c.steps, c.y)
-        if not (whole.p_value < self.params["trend_p"] and whole.slope < 0):
+        if not (whole.p_value < self.params["trend_p"] and whole.tau <= self.params["max_tau"] and whole.slope < 0):
             return []
         third = len(c) - len(c) // 3
         late = curves.trend(c.steps[third:], c.y[third:])

@@ -15,11 +15,10 @@ class Flat(Rule):
 
     Symptom:
         Over the whole run the smoothed loss never gets more than a few
-        percent below the level it started at, nor ends far from it (a
-        statistically significant drift that small is still no learning; the
-        Mann-Kendall trend is reported as evidence). An exactly constant loss
-        is the strongest form. A run that sits at chance for a while and then
-        learns is not flat; a loss that falls by more is `crawl` or healthy.
+        percent below the level it started at, nor ends far from it, and it
+        shows no steady decline (a small drop with a strong Mann-Kendall
+        trend is `crawl`). An exactly constant loss is the strongest form. A
+        run that sits at chance for a while and then learns is not flat.
     Root causes:
         - parameters not in the optimizer (optimizer built before model.to(device), head never passed in, requires_grad=False)
         - loss detached from the graph (.item()/.detach() on the loss path, forward under torch.no_grad())
@@ -46,6 +45,11 @@ class Flat(Rule):
         "min_points": 4,
         # the smoothed loss never gets further below its start than this fraction of it
         "max_relative_drop": 0.03,
+        # a drop this small is still `crawl` when the decline is steady (Kendall's tau at most
+        # trend_tau, p below trend_p) and not negligible: keep equal to crawl's thresholds
+        "trend_tau": -0.3,
+        "trend_p": 0.001,
+        "negligible_drop": 0.005,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -60,6 +64,8 @@ class Flat(Rule):
         if drop_best >= max_drop or abs(drop_end) >= max_drop:
             return []
         t = curves.trend(c.steps, c.y)
+        if t.p_value < self.params["trend_p"] and t.tau <= self.params["trend_tau"] and drop_end >= self.params["negligible_drop"]:
+            return []  # small but steady and unmistakable: `crawl`
         spread = float(np.max(c.hi) - np.min(c.lo))
         constant = spread <= max(c.quantum, 1e-12 * max(1.0, abs(c.start)))
         # how far inside the threshold it sits, and how much data backs it

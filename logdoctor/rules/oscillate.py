@@ -1,0 +1,113 @@
+"""oscillate: the loss bounces without settling, or settles and then bounces back up."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import curves
+from ..model import Finding
+from ..view import RunView
+from ._loss import primary_loss
+from .base import Rule
+
+
+class Oscillate(Rule):
+    """The loss bounces without settling, or settles and then bounces back up.
+
+    Symptom:
+        After the initial descent the loss keeps leaping far above its own
+        running level: in the second half of the run a real share of the
+        logged points sit more than a tenth of the run's total progress
+        (and several sigmas of its own batch-to-batch noise) above the
+        rolling median, and the curve is no longer clearly
+        falling (a run still descending steeply is noisy, not
+        oscillating). Or the loss settles and then climbs back a large part
+        of the way toward where it started without blowing up (that is
+        `diverge`). Only runs that did learn qualify; a loss that never
+        falls is `flat` or `crawl`.
+    Root causes:
+        - learning rate too high for this phase of training: fine early, overshooting near the minimum
+        - no decay: a constant LR where the recipe expects cosine / step decay
+        - batch too small for the LR (gradient noise), or momentum / Adam beta2 too high for the LR
+        - gradient accumulation not divided by the number of micro-steps (an N-times LR)
+    Fix:
+        - lower the LR 3-10x, or add decay (cosine to ~10 % of peak, or step decay) for the late phase
+        - add warmup and gradient clipping (clip_grad_norm_ at 1.0)
+        - divide the loss by accum_steps when accumulating gradients; raise the batch size
+    Probe:
+        update_ratio_high, LR range test
+    Example:
+        Adam at lr 0.03 on an MLP: the loss falls to 0.01 by step 200, then
+        leaps to 0.3-1.0 every few dozen steps for the rest of the run.
+    """
+
+    code = "oscillate"
+    severity = "warning"
+    defaults = {
+        "min_points": 30,
+        # the run must have learned: progress / |start level|
+        "min_progress": 0.3,
+        # an excursion: a point this share of the progress above the rolling median...
+        "excursion": 0.1,
+        # ...and this many robust sigmas of the point-to-point noise above it...
+        "k_noise": 4.0,
+        # ...and this share of the second half's points are excursions
+        "min_excursion_rate": 0.03,
+        # a second half still falling this clearly (Kendall's tau) is settling, not bouncing
+        "max_late_tau": -0.3,
+        # settles then bounces: the end sits this share of the progress above the best level
+        "min_rebound": 0.3,
+    }
+    suppresses = ("spike",)
+
+    def check(self, view: RunView) -> list[Finding]:
+        series = primary_loss(view)
+        c = curves.curve(series)
+        if c is None or len(c) < self.params["min_points"]:
+            return []
+        progress = c.start - c.best
+        if progress <= 0 or progress < self.params["min_progress"] * abs(c.start):
+            return []
+        half = len(c) // 2
+        late = curves.trend(c.steps[half:], c.y[half:])
+        ok = np.isfinite(series.values)
+        steps, raw = series.steps[ok], series.values[ok]
+        tail = steps >= c.steps[half]
+        base = np.interp(steps[tail], c.steps, c.smooth)
+        excursions = (raw[tail] - base) / progress
+        # a leap must be large against the progress and an outlier against the run's own batch noise
+        cut = max(self.params["excursion"], self.params["k_noise"] * c.noise / progress)
+        rate = float(np.mean(excursions > cut))
+        rebound = (c.end - c.best) / progress
+        bouncing = rate >= self.params["min_excursion_rate"] and late.tau > self.params["max_late_tau"]
+        rebounding = rebound >= self.params["min_rebound"] and c.best_index < len(c) - 1
+        if not (bouncing or rebounding):
+            return []
+        margin = max(
+            rate / self.params["min_excursion_rate"] if bouncing else 0.0,
+            rebound / self.params["min_rebound"] if rebounding else 0.0,
+        )
+        confidence = 0.5 + 0.45 * min(1.0, (margin - 1.0) / 2 + 0.3) * min(1.0, len(c) / 100)
+        what = (
+            f"{rate:.0%} of the second half's points leap more than {cut:.0%} of the progress above the running level"
+            if bouncing
+            else f"after reaching {c.best:.4g} it climbs back to {c.end:.4g}"
+        )
+        return [
+            self.finding(
+                series,
+                title=f"{series.name} bounces without settling: {what}",
+                steps=(c.step_at(half) if bouncing else c.step_at(c.best_index), c.last_step),
+                confidence=confidence,
+                evidence={
+                    "loss_start": c.start,
+                    "loss_best": c.best,
+                    "best_step": c.step_at(c.best_index),
+                    "loss_end": c.end,
+                    "excursion_rate": rate,
+                    "excursion_threshold_over_progress": cut,
+                    "max_excursion_over_progress": float(np.max(excursions)) if len(excursions) else 0.0,
+                    "late_trend_tau": late.tau,
+                    "rebound_over_progress": rebound,
+                },
+            )
+        ]
