@@ -71,9 +71,9 @@ li.finding{border:1px solid var(--line);border-left:4px solid var(--info);border
 li.finding.critical{border-left-color:var(--crit)}li.finding.warning{border-left-color:var(--warn)}
 .ftitle{font-weight:650;font-size:15px;margin:2px 0}
 .where{color:var(--mute);font-size:12.5px}
-table.evidence{border-collapse:collapse;margin:6px 0}
-table.evidence th{font-weight:500;color:var(--mute);text-align:left;padding:1px 14px 1px 0}
-table.evidence td{font:600 13px ui-monospace,Menlo,monospace;padding:1px 0}
+.evidence{display:flex;flex-wrap:wrap;gap:4px 6px;margin:6px 0}
+.ev{background:#eef1f5;border-radius:4px;padding:1px 7px;color:var(--mute);font-size:12.5px}
+.ev b{color:var(--ink);font:600 12.5px ui-monospace,Menlo,monospace}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:16px}
 .cols h4{margin:6px 0 2px;font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--mute)}
 .cols ol,.cols ul{margin:2px 0;padding-left:20px}
@@ -131,7 +131,7 @@ def _index(diagnosis: Diagnosis, ids: dict[int, int]) -> str:
 
 def _finding(f: Finding) -> str:
     loc = " · ".join(p for p in (f"<code>{escape(f.metric)}</code>" if f.metric else "", escape(step_range(f))) if p)
-    ev = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in evidence_items(f.evidence))
+    ev = "".join(f'<span class="ev">{escape(k)} <b>{escape(v)}</b></span>' for k, v in evidence_items(f.evidence))
     causes = "".join(f"<li>{escape(c)}</li>" for c in f.causes)
     fixes = "".join(f"<li>{escape(x)}</li>" for x in f.fixes)
     cols = ""
@@ -148,7 +148,7 @@ def _finding(f: Finding) -> str:
         f'<span class="fg-{escape(f.severity)}">{escape(f.severity)}</span> · confidence {f.confidence:.2f}'
         f'<div class="ftitle">{escape(f.title)}</div>'
         + (f'<div class="where">{loc}</div>' if loc else "")
-        + (f'<table class="evidence">{ev}</table>' if ev else "")
+        + (f'<div class="evidence">{ev}</div>' if ev else "")
         + cols
         + "</li>"
     )

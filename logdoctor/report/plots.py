@@ -181,6 +181,7 @@ def _steps_label(x: float, _pos=None) -> str:
 def _draw_panel(ax, panel: Panel, lr_ticks) -> None:
     positive = True
     spans = []
+    nan_marks = 0
     for role, s in panel.lines:
         x, y = downsample(s.steps, s.values)
         split = {"train_loss": "train", "val_loss": "val"}.get(role)
@@ -196,11 +197,13 @@ def _draw_panel(ax, panel: Panel, lr_ticks) -> None:
             right_half = at > (s.steps[0] + s.steps[-1]) / 2
             ax.axvline(at, color=SEVERITY_COLOR["critical"], ls=":", lw=1.5)
             ax.annotate(
-                f"{s.values[bad]} from step {int(at):,}", xy=(at, 0.5), xycoords=("data", "axes fraction"),
+                f"{s.values[bad]} in {s.name} from step {int(at):,}", xy=(at, 0.5 - 0.14 * nan_marks),
+                xycoords=("data", "axes fraction"),
                 xytext=(-4 if right_half else 4, 0), textcoords="offset points", ha="right" if right_half else "left",
                 color=SEVERITY_COLOR["critical"], fontsize=8,
                 bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
             )
+            nan_marks += 1
     if spans and positive and max(hi for _, hi in spans) / min(lo for lo, _ in spans) > 100:
         ax.set_yscale("log")
     if panel.key == "loss_scale" and positive and spans:

@@ -96,7 +96,7 @@ def _finding(console: Console, i: int, f: Finding) -> None:
     if fixes:
         body.append(_labelled("fix:  ", fixes[0], style="green"))
     if confirm:
-        body.append(_labelled("probe:", f"logdoctor replay ({confirm[0]})", style="dim"))
+        body.append(_labelled("probe:", f"{confirm[0]} (logdoctor replay)", style="dim"))
     console.print(Padding(Group(*body), (0, 0, 0, 5), expand=False))
 
 
