@@ -34,7 +34,7 @@ SPLIT_NAMES = {"train", "training", "validation", "valid", "val", "eval", "evalu
 #: Subfolders an event-only folder may still hold (Keras profiler traces).
 _IGNORED_SUBDIRS = {"plugins"}
 _CONFIG_FILES = ("hparams.yaml",)
-_TIMESTAMP = re.compile(r"tfevents\.(\d+)")
+_NUMBERS = re.compile(r"(\d+)")
 
 
 def is_event_file(name: str) -> bool:
@@ -73,10 +73,10 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
     return Claim(sources=[Source("tensorboard", folder, files)], files=set(own) | set(configs), prune=joined)
 
 
-def _file_order(path: Path) -> tuple[int, str]:
-    """Creation order: the timestamp TensorBoard writers put in the name, then the name."""
-    match = _TIMESTAMP.search(path.name)
-    return (int(match.group(1)) if match else 0, path.name)
+def _file_order(path: Path) -> list:
+    """Creation order: writers name files `events.out.tfevents.<time>.<host>.<pid>.<counter>`;
+    numbers compare as numbers (counter 10 comes after 9)."""
+    return [int(part) if part.isdigit() else part for part in _NUMBERS.split(path.name)]
 
 
 def _frame(scalars: EventScalars, prefix: str) -> pl.DataFrame:

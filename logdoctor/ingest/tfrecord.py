@@ -332,8 +332,9 @@ def _frame_block(data: bytes, buf: np.ndarray, eof: bool, base: int, damage: Dam
     return starts_all, crcs_all, pos, want, skipping
 
 
-def scan_batches(path: Path, damage: Damage, chunk: int = CHUNK) -> Iterator[Batch]:
+def scan_batches(path: Path, damage: Damage, chunk: int | None = None) -> Iterator[Batch]:
     """Stream a file as batches of intact records (the fast path; same damage rules as `iter_records`)."""
+    chunk = chunk or CHUNK
     damage.size = Path(path).stat().st_size
     data, base, eof, want, skipping = b"", 0, False, chunk, None
     with open(path, "rb") as fh:
