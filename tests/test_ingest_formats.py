@@ -444,3 +444,34 @@ def test_scan_records_counts_and_reassembles(tmp_path):
     stats = wandb_records.ScanStats()
     assert list(wandb_records.scan_records(path, stats)) == [b"alpha", big, b"omega"]
     assert stats.records == 3 and stats.bad_chunks == 0 and not stats.truncated
+
+
+_MUTATION_SEEDS = {
+    "metrics.csv": b"epoch,step,train_loss_step,val_loss\n0,9,1.0,\n0,9,,1.2\n1,19,0.8,\n",
+    "results.csv": b"   epoch,  train/box_loss,  val/box_loss\n  0,  1.0,  1.1\n  1,  0.9,  1.0\n",
+    "long.csv": b"metric,step,value\nloss,0,1\nloss,1,0.5\n",
+    "trainer_state.json": b'{"global_step": 2, "log_history": [{"loss": 1.0, "step": 1}, {"eval_loss": 2, "step": 2}]}',
+    "h.jsonl": b'{"_step": 0, "loss": 1}\n{"_step": 1, "loss": 0.5}\n',
+    "wandb_export.csv": b'"Step","a - loss","a - loss__MIN"\n0,1,1\n1,0.5,0.5\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MUTATION_SEEDS))
+def test_damaged_text_logs_never_hit_the_reader_bug_fallback(name, tmp_path):
+    """Randomly damaged files: each is read or named in one deliberate line, never an unforeseen exception."""
+    import random
+
+    rng = random.Random(name)
+    for i in range(25):
+        data = bytearray(_MUTATION_SEEDS[name])
+        for _ in range(rng.randrange(1, 6)):
+            pos = rng.randrange(len(data))
+            if rng.random() < 0.5:
+                data[pos] = rng.choice(b',\n"{}[]:0123456789.-eEnaN x\x00\xff')
+            else:
+                del data[pos]
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        (folder / name).write_bytes(bytes(data))
+        _, errors = load_runs(folder)
+        assert not any("could not read" in e for e in errors), (bytes(data), errors)

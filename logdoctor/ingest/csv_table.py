@@ -117,7 +117,9 @@ def read_table(path: Path) -> pl.DataFrame:
         raise
     except Exception as exc:  # noqa: BLE001 - polars raises many kinds for garbage input
         raise ReadError(f"{path}: not a readable CSV ({type(exc).__name__})") from None
-    frame = frame.rename({c: c.strip() for c in frame.columns})
+    stripped = [c.strip() for c in frame.columns]
+    if len(set(stripped)) == len(stripped):  # padding removed unless it is all that tells two columns apart
+        frame = frame.rename(dict(zip(frame.columns, stripped)))
     if frame.height == 0:
         raise ReadError(f"{path}: CSV has a header but no rows")
     return frame.with_columns(
@@ -143,14 +145,15 @@ def numeric_columns(frame: pl.DataFrame, exclude: set[str] = frozenset()) -> lis
 def wide_to_tidy(frame: pl.DataFrame, step_col: str | None, metrics: list[str], wall_col: str | None = None) -> pl.DataFrame:
     """One column per metric -> tidy rows; blanks (metrics logged on other rows) are dropped."""
     if step_col is None:
-        step = pl.int_range(0, pl.len(), dtype=pl.Int64).alias("step")
+        step = pl.int_range(0, pl.len(), dtype=pl.Int64)
     else:
-        step = pl.col(step_col).cast(pl.Float64).round().cast(pl.Int64).alias("step")
-    wall = pl.col(wall_col).cast(pl.Float64) if wall_col else pl.lit(None, dtype=pl.Float64)
-    wide = frame.select(step, wall.alias("wall_time"), *[pl.col(m).cast(pl.Float64) for m in metrics])
-    wide = wide.filter(pl.col("step").is_not_null())
-    long = wide.unpivot(index=["step", "wall_time"], variable_name="metric", value_name="value")
-    return tidy(long.drop_nulls("value"))
+        step = pl.col(step_col).cast(pl.Float64, strict=False).round().cast(pl.Int64, strict=False)
+    wall = pl.col(wall_col).cast(pl.Float64, strict=False) if wall_col else pl.lit(None, dtype=pl.Float64)
+    # private names: a metric may itself be called "step", "value" or "wall_time"
+    wide = frame.select(step.alias("__ld_step"), wall.alias("__ld_wall"), *[pl.col(m).cast(pl.Float64, strict=False) for m in metrics])
+    wide = wide.filter(pl.col("__ld_step").is_not_null())
+    long = wide.unpivot(index=["__ld_step", "__ld_wall"], variable_name="__ld_metric", value_name="__ld_value").drop_nulls("__ld_value")
+    return tidy(long.rename({"__ld_step": "step", "__ld_wall": "wall_time", "__ld_metric": "metric", "__ld_value": "value"}))
 
 
 def _step_column(frame: pl.DataFrame) -> str | None:
@@ -180,10 +183,12 @@ def read(source: Source) -> list[Run]:
         wall = next((c for c in ("wall_time", "timestamp") if c in frame.columns), None)
         long = frame.select(
             pl.col("metric").cast(pl.Utf8),
-            pl.col("step").cast(pl.Float64).round().cast(pl.Int64),
+            pl.col("step").cast(pl.Float64, strict=False).round().cast(pl.Int64, strict=False),
             pl.col("value").cast(pl.Float64, strict=False),
             (pl.col(wall).cast(pl.Float64, strict=False) if wall else pl.lit(None, dtype=pl.Float64)).alias("wall_time"),
-        ).drop_nulls(["metric", "step"])
+        ).drop_nulls(["metric", "step", "value"])
+        if long.is_empty():
+            raise ReadError(f"{path}: long-format CSV without a numeric step and value in any row")
         return [Run(name="", path=str(source.path), format="csv", scalars=tidy(long), config=config, warnings=warnings, notes=notes)]
     step_col = "step" if kind == "lightning" else _step_column(frame)
     if kind in ("ultralytics", "keras_csv") and "epoch" in frame.columns:
@@ -193,6 +198,8 @@ def read(source: Source) -> list[Run]:
     if not metrics:
         raise ReadError(f"{path}: CSV has no numeric metric columns")
     scalars = wide_to_tidy(frame, step_col, metrics)
+    if scalars.is_empty():
+        raise ReadError(f"{path}: no row has both a numeric step and a metric value")
     if not step_col:
         notes.append("no step column: row number used as the step")
     return [Run(name="", path=str(source.path), format=kind, scalars=scalars, config=config, warnings=warnings, notes=notes)]

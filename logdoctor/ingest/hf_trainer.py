@@ -42,15 +42,15 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise ReadError(f"{path}: cannot read ({exc.strerror})") from None
-    if not text.strip():
+    if not data.strip():
         raise ReadError(f"{path}: empty file")
     try:
-        state = json.loads(text)
-    except ValueError:
-        raise ReadError(f"{path}: not valid JSON (truncated?)") from None
+        state = json.loads(data)
+    except ValueError:  # includes undecodable bytes
+        raise ReadError(f"{path}: not valid JSON (truncated or damaged?)") from None
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise ReadError(f"{path}: not a Hugging Face trainer state (no 'log_history' list)")
     return state
