@@ -109,7 +109,9 @@ def quantum(values: np.ndarray, sample: int = 4096) -> float:
     for exp in range(2, -7, -1):
         q = 10.0**exp
         r = v / q
-        if np.all(np.abs(r - np.round(r)) < 1e-6 * np.maximum(1.0, np.abs(r))):
+        k = np.round(r)
+        # every value on the grid, and the grid fine enough to tell the values apart
+        if np.all(np.abs(r - k) < 1e-3) and len(np.unique(k)) > 1:
             return q
     return 0.0
 
@@ -224,8 +226,9 @@ def hampel(y: np.ndarray, window: int | None = None, k: float = 6.0, floor: floa
 
     y = np.asarray(y, dtype=float)
     w = window or odd_window(len(y), frac=0.05, minimum=5, maximum=51)
-    center = median_filter(y, size=w, mode="nearest")
-    mad = median_filter(np.abs(y - center), size=w, mode="nearest")
+    # mirrored edges: padding by repeating the edge value would collapse the MAD there
+    center = median_filter(y, size=w, mode="mirror")
+    mad = median_filter(np.abs(y - center), size=w, mode="mirror")
     sigma = np.maximum(MAD_SIGMA * mad, floor)
     with np.errstate(divide="ignore", invalid="ignore"):
         score = np.where(sigma > 0, (y - center) / np.where(sigma > 0, sigma, 1.0), 0.0)

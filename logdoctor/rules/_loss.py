@@ -1,8 +1,13 @@
 """Which loss a shape rule reads: the training loss, else the validation loss.
 
 Shared by the shape rules (flat, crawl, oscillate, diverge, spike,
-epoch_jumps, plateau) so they agree on the series they judge. Not a rule
-module (leading underscore), so the catalogue skips it.
+epoch_jumps) so they agree on the series they judge. Not a rule module
+(leading underscore), so the catalogue skips it.
+
+Reinforcement-learning runs (a reward / return is logged) are left out of
+the shape judgements: a policy-gradient or critic loss is not minimised
+toward a floor — it moves with the data the policy collects — so "flat",
+"crawl" or "rising" say nothing about the run. A NaN is still a NaN there.
 """
 from __future__ import annotations
 
@@ -12,15 +17,28 @@ from ..view import RunView
 LOSS_ROLES = ("train_loss", "val_loss")
 
 
+def is_reinforcement(view: RunView) -> bool:
+    """True when the run logs a reward / return: its losses are not convergence curves."""
+    return view.series("reward") is not None
+
+
+def shape_loss(view: RunView, role: str) -> Series | None:
+    """The loss of `role` when its shape means something (not an RL run), else None."""
+    if is_reinforcement(view):
+        return None
+    series = view.series(role)
+    return series if series is not None and len(series) else None
+
+
 def primary_loss(view: RunView) -> Series | None:
-    """The training loss when logged, else the validation loss, else None."""
+    """The training loss when logged, else the validation loss (None for RL runs)."""
     for role in LOSS_ROLES:
-        series = view.series(role)
-        if series is not None and len(series):
+        series = shape_loss(view, role)
+        if series is not None:
             return series
     return None
 
 
 def loss_series(view: RunView) -> list[Series]:
-    """Every loss the run logs, training first."""
+    """Every loss the run logs, training first (RL runs included: for NaN checks)."""
     return [s for s in (view.series(r) for r in LOSS_ROLES) if s is not None and len(s)]

@@ -14,7 +14,7 @@ class Crawl(Rule):
     Symptom:
         A steady, significant downward trend (Mann-Kendall, Kendall's tau
         at most -0.3) whose total drop over the run is a small fraction of
-        the starting loss (from half a percent up to about a third), and which is not
+        the starting loss (from half a percent up to a fifth), and which is not
         levelling off: the last third still falls at least about as fast as
         the run did on average. A healthy run drops steeply first and
         decelerates; a crawling one inches down at an even pace. No NaN.
@@ -44,7 +44,7 @@ class Crawl(Rule):
         # below this relative drop the loss has not moved at all (flat's negligible_drop)
         "min_relative_drop": 0.005,
         # above it the loss has fallen too far to call the pace useless
-        "max_relative_drop": 0.35,
+        "max_relative_drop": 0.2,
         # slope of the last third / slope of the whole run: a converging run decelerates below this
         "min_late_slope_ratio": 0.5,
     }

@@ -8,7 +8,7 @@ import numpy as np
 from .. import curves
 from ..model import Finding, Series
 from ..view import RunView
-from ._loss import loss_series
+from ._loss import loss_series, shape_loss
 from .base import Rule
 
 
@@ -60,7 +60,7 @@ class Diverge(Rule):
             if found:
                 return [found]
         # a rising validation loss alone is `overfit`; only the training loss blows up
-        series = view.series("train_loss")
+        series = shape_loss(view, "train_loss")
         found = self._blow_up(series) if series is not None else None
         return [found] if found else []
 

@@ -6,6 +6,7 @@ import numpy as np
 from .. import curves
 from ..model import Finding
 from ..view import RunView
+from ._loss import shape_loss
 from .base import Rule
 
 
@@ -54,7 +55,7 @@ class EpochJumps(Rule):
     suppresses = ("spike", "oscillate")
 
     def check(self, view: RunView) -> list[Finding]:
-        series = view.series("train_loss")
+        series = shape_loss(view, "train_loss")
         c = curves.curve(series)
         if c is None:
             return []

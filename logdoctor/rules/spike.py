@@ -18,8 +18,10 @@ class Spike(Rule):
         returns to it. A spike counts when it is a Hampel outlier (many
         robust sigmas above the rolling median) and undoes a real share of
         the progress the run had made; on long runs each bucket's maximum is
-        tested, so a one-step spike is never averaged away. One small spike
-        is reported as info; repeated or large ones as a warning.
+        tested, so a one-step spike is never averaged away. Spikes whose
+        heights (as shares of the progress, each capped at 1) add up to less
+        than one whole progress are reported as info: heavy-tailed batch
+        noise and the odd bad batch are normal.
     Root causes:
         - a single bad batch: corrupt or extreme examples, a label outlier
         - learning rate too high for the phase (no warmup, or peak LR too high): an update overshoots and recovers
@@ -49,9 +51,9 @@ class Spike(Rule):
         "recover_to": 0.5,
         # ...within this share of the run (in buckets; at least 2)
         "recover_window": 0.05,
-        # warning (not info) from this many spikes, or one this tall (share of the progress)
-        "warn_count": 2,
-        "warn_height": 1.0,
+        # warning (not info) when the spikes' heights, each as a share of the progress and
+        # capped at 1, add up to this: one spike back to the starting loss, or several smaller
+        "warn_mass": 1.0,
         # the opening share of the run is ignored: the first steps from init are not a settled level
         "skip_start": 0.05,
     }
@@ -82,8 +84,9 @@ class Spike(Rule):
             return []
         top = max(spikes, key=lambda s: s[1])
         tall = top[1] / ref
-        warn = len(spikes) >= self.params["warn_count"] or tall >= self.params["warn_height"]
-        confidence = 0.5 + 0.45 * min(1.0, (len(spikes) / 3) + tall / 4) * curves.sigmoid((top[2] - self.params["k_sigma"]) / 2)
+        mass = sum(min(1.0, h / ref) for _, h, _ in spikes)
+        warn = mass >= self.params["warn_mass"]
+        confidence = 0.5 + 0.45 * min(1.0, mass / (2 * self.params["warn_mass"])) * curves.sigmoid((top[2] - self.params["k_sigma"]) / 2)
         steps = [c.step_at(p) for p, _, _ in spikes]
         return [
             self.finding(
@@ -97,6 +100,7 @@ class Spike(Rule):
                     "spike_steps": steps[:20],
                     "max_height": top[1],
                     "max_height_over_progress": tall,
+                    "spike_mass": mass,
                     "max_robust_z": top[2],
                     "local_level_at_max": float(h.center[top[0]]),
                 },

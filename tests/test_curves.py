@@ -1,0 +1,214 @@
+"""Unit tests of the shared curve mathematics (synthetic curves with known answers)."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from logdoctor import curves
+from logdoctor.model import Series
+
+RNG = np.random.default_rng(7)
+
+
+def series(values, steps=None, name="loss") -> Series:
+    values = np.asarray(values, dtype=float)
+    steps = np.arange(len(values), dtype=np.int64) if steps is None else np.asarray(steps, dtype=np.int64)
+    return Series(name, steps, values)
+
+
+# ---------------------------------------------------------------- non-finite values
+
+
+def test_nonfinite_tail_and_intermittent():
+    v = np.r_[np.linspace(2, 1, 50), np.full(10, np.nan)]
+    bad = curves.nonfinite(series(v))
+    assert bad.tail and bad.index == 50 and bad.count == 10 and bad.kind == "nan"
+    v = np.linspace(2, 1, 50)
+    v[[10, 30]] = [np.inf, np.nan]
+    bad = curves.nonfinite(series(v))
+    assert not bad.tail and bad.index == 10 and bad.kind == "inf" and bad.count == 2
+    assert curves.nonfinite(series(np.ones(5))) is None
+
+
+# ---------------------------------------------------------------- robust scalars
+
+
+def test_noise_sigma_recovers_gaussian_noise_under_a_trend_and_outliers():
+    x = np.arange(20000)
+    y = 3 * np.exp(-x / 4000) + 0.05 * RNG.standard_normal(len(x))
+    y[::500] += 5.0  # spikes must not inflate the estimate
+    assert curves.noise_sigma(y) == pytest.approx(0.05, rel=0.1)
+
+
+def test_quantum_detects_hf_rounding_only():
+    v = np.round(2.3 + 0.01 * RNG.standard_normal(500), 4)
+    assert curves.quantum(v) == pytest.approx(1e-4)
+    assert curves.quantum(2.3 + 0.01 * RNG.standard_normal(500)) == 0.0
+    assert curves.quantum(np.full(10, 2.302585)) == 0.0  # constant: no evidence of a grid
+
+
+def test_robust_sigma_ignores_outliers():
+    x = RNG.standard_normal(5000)
+    x[:100] = 1e6
+    assert curves.robust_sigma(x) == pytest.approx(1.0, rel=0.1)
+
+
+# ---------------------------------------------------------------- bucketed view
+
+
+def test_buckets_identity_when_short_and_exact_when_long():
+    v = np.arange(10.0)
+    b = curves.buckets(np.arange(10), v, max_points=100)
+    assert b.size == 1 and np.array_equal(b.med, v)
+    n = 10_001
+    v = RNG.standard_normal(n)
+    v[5] = 100.0
+    b = curves.buckets(np.arange(n), v, max_points=100)
+    assert b.size == 101 and len(b.med) == 100  # 99 full buckets + the remainder
+    assert b.hi[0] == 100.0  # a one-point spike survives in the bucket maximum
+    assert b.med[0] == pytest.approx(np.median(v[:101]))
+    assert b.first[1] == 101 and b.last[-1] == n - 1
+
+
+def test_buckets_skip_nonfinite_points():
+    v = np.r_[np.ones(5), np.nan, np.ones(5) * 2]
+    b = curves.buckets(np.arange(11), v)
+    assert len(b.med) == 10 and np.all(np.isfinite(b.med))
+
+
+# ---------------------------------------------------------------- smoothing / outliers
+
+
+def test_smooth_removes_isolated_outliers_and_keeps_the_level():
+    y = np.ones(200)
+    y[[50, 120]] = 50.0
+    s = curves.smooth(y)
+    assert np.allclose(s, 1.0)
+
+
+def test_hampel_flags_the_injected_outlier_only():
+    y = 0.1 * RNG.standard_normal(400) + np.linspace(3, 1, 400)
+    y[200] += 3.0
+    h = curves.hampel(y, k=6.0)
+    assert list(np.flatnonzero(h.outliers)) == [200]
+    assert h.score[200] > 6
+
+
+# ---------------------------------------------------------------- trend
+
+
+def test_trend_significant_decline_with_theil_sen_slope():
+    x = np.arange(1000)
+    y = 2.0 - 0.001 * x + 0.05 * RNG.standard_normal(len(x))
+    t = curves.trend(x, y)
+    assert t.p_value < 1e-10 and t.tau < -0.5
+    assert t.slope == pytest.approx(-0.001, rel=0.1)
+
+
+def test_trend_on_noise_is_not_significant():
+    t = curves.trend(np.arange(300), RNG.standard_normal(300))
+    assert t.p_value > 0.01 and abs(t.tau) < 0.1
+
+
+def test_trend_long_input_is_bucket_reduced_and_fast():
+    x = np.arange(2_000_000)
+    y = 1.0 - 1e-7 * x + 0.01 * RNG.standard_normal(len(x))
+    start = time.perf_counter()
+    t = curves.trend(x, y)
+    assert time.perf_counter() - start < 2.0
+    assert t.slope == pytest.approx(-1e-7, rel=0.1) and t.n == len(x)
+
+
+def test_constant_input_has_no_trend():
+    t = curves.trend(np.arange(50), np.full(50, 2.3))
+    assert t.p_value == 1.0 and t.slope == 0.0
+
+
+# ---------------------------------------------------------------- change points
+
+
+def test_change_points_find_a_level_shift_and_nothing_in_noise():
+    y = np.r_[np.zeros(300), np.ones(300)] + 0.1 * RNG.standard_normal(600)
+    cps = curves.change_points(y)
+    assert len(cps) >= 1 and min(abs(c - 300) for c in cps) <= 3
+    assert curves.change_points(0.1 * RNG.standard_normal(600)) == []
+
+
+def test_best_split_is_exact_on_a_clean_step():
+    k, gain = curves.best_split(np.r_[np.zeros(10), np.full(20, 5.0)])
+    assert k == 10 and gain > 0
+
+
+# ---------------------------------------------------------------- oscillation / periodicity
+
+
+def test_oscillation_distinguishes_zigzag_noise_and_smooth():
+    n = 400
+    zigzag = np.linspace(2, 1, n) + 0.2 * (-1) ** np.arange(n)
+    noise = np.linspace(2, 1, n) + 0.2 * RNG.standard_normal(n)
+    smooth = np.linspace(2, 1, n)
+    oz, on, os_ = curves.oscillation(zigzag), curves.oscillation(noise), curves.oscillation(smooth)
+    assert oz.sign_change_rate > 0.95 and oz.lag1 < -0.9 and oz.high_freq_power > 0.9
+    assert 0.5 < on.sign_change_rate < 0.8 and abs(on.lag1) < 0.2
+    assert os_.sign_change_rate < 0.05
+
+
+def test_dominant_period_finds_a_sawtooth_epoch():
+    x = np.arange(3000)
+    y = np.exp(-x / 1000) + 0.3 * np.exp(-(x % 150) / 30) + 0.02 * RNG.standard_normal(len(x))
+    period, strength = curves.dominant_period(y, min_period=6)
+    assert period == 150 and strength > 0.5
+    assert curves.dominant_period(RNG.standard_normal(3000), min_period=6)[1] < 0.3
+
+
+# ---------------------------------------------------------------- the Curve summary
+
+
+def test_curve_levels_of_a_decaying_loss():
+    x = np.arange(5000)
+    y = 2.3 * np.exp(-x / 500) + 0.1 + 0.01 * RNG.standard_normal(len(x))
+    c = curves.curve(series(y, x))
+    assert c.start == pytest.approx(2.3, rel=0.05)  # near the top of the steep start
+    assert c.end == pytest.approx(0.1, abs=0.01)
+    assert c.best == pytest.approx(0.1, abs=0.01)
+    assert c.noise == pytest.approx(0.01, rel=0.2)
+    assert len(c) <= curves.MAX_POINTS and c.n == len(x)
+
+
+def test_curve_is_scale_free():
+    x = np.arange(3000)
+    y = 2.0 * np.exp(-x / 700) + 0.5 + 0.02 * RNG.standard_normal(len(x))
+    a, b = curves.curve(series(y, x)), curves.curve(series(y * 1e-3, x))
+    for field in ("start", "end", "best", "noise", "y_noise"):
+        assert getattr(b, field) == pytest.approx(getattr(a, field) * 1e-3, rel=1e-6)
+    assert a.best_index == b.best_index
+
+
+def test_curve_ignores_an_outlier_first_point():
+    y = np.r_[9.0, np.full(99, 2.3) + 0.001 * RNG.standard_normal(99)]
+    assert curves.curve(series(y)).start == pytest.approx(2.3, abs=0.01)
+
+
+def test_curve_of_nan_tail_uses_the_finite_part_and_records_the_tail():
+    y = np.r_[np.linspace(2, 1, 100), np.full(50, np.nan)]
+    c = curves.curve(series(y))
+    assert c.n == 100 and c.last_step == 99 and c.bad.tail and c.bad.step == 100
+
+
+def test_curve_needs_three_finite_points_and_is_cached():
+    assert curves.curve(series([1.0, np.nan, 2.0])) is None
+    s = series(np.linspace(2, 1, 50))
+    assert curves.curve(s) is curves.curve(s)
+
+
+def test_curve_of_two_million_points_is_linear_time():
+    n = 2_000_000
+    y = 3 * np.exp(-np.arange(n) / 3e5) + 0.05 * RNG.standard_normal(n)
+    s = series(y)
+    curves.curve(series(y[:1000]))  # scipy imported outside the timing
+    start = time.perf_counter()
+    c = curves._build(s, curves.MAX_POINTS)
+    assert time.perf_counter() - start < 1.5
+    assert len(c) <= curves.MAX_POINTS
