@@ -162,6 +162,15 @@ def test_lr_early_floor_silent_when_loss_keeps_improving():
     assert codes(LrScheduleMismatch(), view) == []
 
 
+def test_lr_cut_by_reduce_on_plateau_after_the_loss_stalled_is_silent():
+    """ReduceLROnPlateau: the loss stalled first, then the LR was cut to its floor; the floor is the reaction."""
+    steps = np.arange(STEPS)
+    loss = noisy(0.4 + 1.9 * np.exp(-steps / 60), 0.02, 25)
+    lr = 1e-3 * 0.1 ** np.clip((steps - 600) // 100 + 1, 0, 3)  # first cut at 30 %, floor at 50 %
+    view = make_view({"train_loss": (steps, loss), "lr": (steps, lr)})
+    assert codes(LrScheduleMismatch(), view) == []
+
+
 def test_lr_warmup_that_never_ends_fires():
     steps = np.arange(STEPS)
     lr = 1e-3 * (steps + 1) / (3 * STEPS)  # warmup sized for 3x the run
@@ -341,18 +350,21 @@ RELATIONAL = {"overfit", "lr_schedule_mismatch", "scaler_collapse", "clip_satura
 
 @pytest.mark.skipif(not (SHARED / "real-logs").is_dir(), reason="shared real logs not present")
 def test_relational_rules_on_real_logs():
-    """Checked by eye on plots: two HF fine-tunes overfit (validation rises for thousands of steps while
-    training loss falls 10-1000x); nothing else in these logs shows a relational fault."""
+    """Checked by eye on plots: two HF fine-tunes and the two Keras tutorial runs (IMDB, Reuters: the
+    textbook overfitting examples) have validation loss rising for many evaluations while training loss
+    keeps falling; nothing else in these logs shows a relational fault."""
     from logdoctor.diagnose import analyze
 
     fired = {
-        rd.run.name.split("/")[0]: {f.code for f in rd.findings if f.code in RELATIONAL}
+        rd.run.name: {f.code for f in rd.findings if f.code in RELATIONAL}
         for rd in analyze(SHARED / "real-logs").runs
         if any(f.code in RELATIONAL for f in rd.findings)
     }
     assert fired == {
         "hf_trainer_state_viz_aigoncharov": {"overfit"},
         "hf_whisper_large_v2_japanese_P4P4N1CK": {"overfit"},
+        "keras_tb_tutorial_TheCodeheadMT/archive/logs/imdb-model-1690485351": {"overfit"},
+        "keras_tb_tutorial_TheCodeheadMT/archive/logs/mod1-reuters-1690485395": {"overfit"},
     }
 
 

@@ -86,9 +86,12 @@ class LrScheduleMismatch(Rule):
         end = curves.window_level(loss, last - width, last)
         if not np.all(np.isfinite([start, at_floor, end])):
             return None
+        noise = curves.noise_sigma(loss.values[np.isfinite(loss.values)])
+        if _decay_followed_stall(lr, loss, first, last, p["floor_tolerance"], noise):
+            return None
         before, after = start - at_floor, at_floor - end
         # a loss that never moved counts as stalled: gains are measured against at least its noise
-        total = max(max(before, 0.0) + max(after, 0.0), p["noise_multiple"] * curves.noise_sigma(loss.values[np.isfinite(loss.values)]))
+        total = max(max(before, 0.0) + max(after, 0.0), p["noise_multiple"] * noise)
         gain_after = after / total if total > 0 else 0.0
         if gain_after > p["max_gain_after_floor"]:
             return None
@@ -143,6 +146,26 @@ class LrScheduleMismatch(Rule):
                 "warmup_end_fraction": frac,
             },
         )
+
+
+def _decay_followed_stall(lr: Series, loss: Series, first: int, last: int, tol: float, noise: float) -> bool:
+    """The loss had already stopped improving before the LR first dropped (ReduceLROnPlateau reacting).
+
+    Then the early floor is a consequence of the stall, not its cause. Only
+    judged when the first drop comes late enough (past 20 % of the run) for a
+    plateau to have formed before it.
+    """
+    peak_i = int(np.argmax(lr.values))
+    below = np.flatnonzero(lr.values[peak_i:] < (1 - tol) * lr.values[peak_i])
+    if not len(below):
+        return False
+    drop_step = float(lr.steps[peak_i + below[0]])
+    window = 0.1 * (last - first)
+    if drop_step - first < 2 * window:
+        return False
+    earlier = curves.window_level(loss, drop_step - window, drop_step - window / 2)
+    later = curves.window_level(loss, drop_step - window / 2, drop_step)
+    return bool(np.isfinite(earlier) and np.isfinite(later) and earlier - later <= noise)
 
 
 def _span(lr: Series, loss: Series | None) -> tuple[int, int]:
