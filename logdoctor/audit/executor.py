@@ -62,7 +62,7 @@ def run_dask(tasks: Sequence[Task], config, scheduler: str, on_done: Done) -> No
     except (OSError, TimeoutError, ValueError) as exc:
         raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
     try:
-        futures = client.map(run_task, list(tasks), config=config, pure=False)
+        futures = client.map(run_task, list(tasks), config=config, pure=False) if tasks else []
         index = {f.key: t for f, t in zip(futures, tasks)}
         for future in dask_completed(futures):
             task = index[future.key]
@@ -76,10 +76,10 @@ def run_dask(tasks: Sequence[Task], config, scheduler: str, on_done: Done) -> No
 
 
 def execute(tasks: Sequence[Task], config, on_done: Done, jobs: int = 1, scheduler: str | None = None) -> None:
-    if not tasks:
-        return
-    if scheduler:
+    if scheduler:  # connect even with nothing to do: a wrong address is reported either way
         run_dask(tasks, config, scheduler, on_done)
+    elif not tasks:
+        return
     elif jobs <= 1 or len(tasks) == 1 or sum(t.size for t in tasks) < POOL_MIN_BYTES:
         run_serial(tasks, config, on_done)
     else:

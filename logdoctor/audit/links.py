@@ -20,12 +20,14 @@ Method, chosen for sweeps of a handful to thousands of runs:
   share of permutations whose *best* condition, over the whole family of
   singles and pairs, does at least as well. This controls the family-wise
   error at exactly the nominal level, even for ten runs.
-* Reported only when the adjusted p <= alpha and at least two failing runs
+* Reported only when the adjusted p <= alpha (0.01, Bonferroni-split across
+  outcomes) and at least two failing runs
   satisfy the condition: never a link from one run. A pair is reported only
   when it is clearly better than each of its parts alone.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -35,7 +37,8 @@ from scipy.special import gammaln
 
 from .result import RunResult
 
-ALPHA = 0.05
+#: Family-wise error rate. Strict on purpose: a wrong link sends a person to turn the wrong knob.
+ALPHA = 0.01
 PERMUTATIONS = 999
 MIN_FAILING = 2
 MAX_CUTS = 24
@@ -215,7 +218,7 @@ def _outcomes(results: list[RunResult]) -> list[tuple[list[str] | None, np.ndarr
         if y.sum() >= MIN_FAILING:
             out.append(([code], y))
     problem = np.array([r.status in ("critical", "warning") for r in results])
-    if problem.sum() >= MIN_FAILING:
+    if problem.sum() >= MIN_FAILING and not any(np.array_equal(problem, y) for _, y in out):
         out.append((None, problem))
     return out
 
@@ -244,10 +247,32 @@ def _search(cands, y: np.ndarray, Y: np.ndarray):
     return family, observed, adjusted, [ij for *_, ij in pairs]
 
 
+def _equivalent(h1: np.ndarray, p1: np.ndarray, h2: np.ndarray, p2: np.ndarray) -> bool:
+    """Two splits that pick exactly the same runs wherever both parameters are set
+    (a duplicated or derived setting, e.g. train_batch_size beside batch_size)."""
+    both = p1 & p2
+    return bool(both.any()) and bool(np.array_equal(h1[both], h2[both]))
+
+
+def _severity_order(results: list[RunResult]) -> dict[str, int]:
+    """Code -> 0 when some run has it as critical, 1 otherwise (critical outcomes listed first)."""
+    out: dict[str, int] = {}
+    for r in results:
+        for f in r.findings:
+            out[f["code"]] = min(out.get(f["code"], 1), 0 if f["severity"] == "critical" else 1)
+    return out
+
+
 def find_links(
     results: list[RunResult], alpha: float = ALPHA, permutations: int = PERMUTATIONS, seed: int = 0
 ) -> list[Link]:
-    """Supported links between settings and failures, strongest first."""
+    """Supported links between settings and failures, most severe outcome and strongest first.
+
+    Per outcome: the best split of each parameter that survives the correction,
+    minus splits equivalent to a stronger one, plus at most one pair (when it
+    beats every single split by PAIR_GAIN). "Any problem" links are kept only
+    for parameters no code link already names.
+    """
     runs = [r for r in results if r.params]
     if len(runs) < 4:
         return []
@@ -255,9 +280,13 @@ def find_links(
     if not cands:
         return []
     rng = np.random.default_rng(seed)
-    links: list[Link] = []
     outcomes = [(codes, y) for codes, y in _outcomes(runs) if not y.all()]
     level = alpha / max(1, len(outcomes))  # Bonferroni across outcomes; max-T within each
+    severity = _severity_order(runs)
+    ranked: list[tuple[tuple, Link]] = []
+    code_params: set[str] = set()
+    # enough permutations that the smallest possible adjusted p (1 / (B + 1)) can pass the level
+    permutations = max(permutations, math.ceil(2 / level))
     for codes, y in outcomes:
         Y = np.stack([rng.permutation(y) for _ in range(permutations)], axis=1).astype(np.float32)
         family, observed, adjusted, pair_parts = _search(cands, y, Y)
@@ -267,31 +296,34 @@ def find_links(
             param = cands[i][0].param
             if observed[i] < 1.0 and (param not in best or observed[i] < observed[best[param]]):
                 best[param] = i
-        chosen = [i for i in best.values() if adjusted[i] <= level]
-        for k, (i, j) in enumerate(pair_parts):
-            idx = n_single + k
-            parts = min(observed[i], observed[j])
-            if adjusted[idx] <= level and observed[idx] * PAIR_GAIN < parts:
+        chosen: list[int] = []
+        for i in sorted((i for i in best.values() if adjusted[i] <= level), key=lambda i: observed[i]):
+            if not any(_equivalent(family[i][1], family[i][2], family[k][1], family[k][2]) for k in chosen):
+                chosen.append(i)
+        floor = min((observed[i] for i in chosen), default=1.0)
+        pairs = [
+            n_single + k
+            for k, (i, j) in enumerate(pair_parts)
+            if adjusted[n_single + k] <= level and observed[n_single + k] * PAIR_GAIN < min(observed[i], observed[j], floor)
+        ]
+        for idx in sorted(pairs, key=lambda idx: observed[idx])[:1]:
+            if not any(_equivalent(family[idx][1], family[idx][2], family[k][1], family[k][2]) for k in chosen):
                 chosen.append(idx)
         for idx in chosen:
             conds, holds, pop = family[idx]
-            a, n = int((holds & y).sum()), int(holds.sum())
-            inside_out = pop & ~holds
-            fail_codes = codes or sorted({c for r, h in zip(runs, holds & y) if h for c in r.codes})
-            links.append(
-                Link(conds, fail_codes, a, n, int((inside_out & y).sum()), int(inside_out.sum()),
-                     float(observed[idx]), float(adjusted[idx]))
-            )
-    return _dedupe(links)
+            link = _link(runs, codes, y, conds, holds, pop, observed[idx], adjusted[idx])
+            if codes is None and {c.param for c in conds} & code_params:
+                continue
+            if codes is not None:
+                code_params.update(c.param for c in conds)
+            order = 2 if codes is None else severity.get(codes[0], 1)
+            ranked.append(((order, link.p, -link.failing), link))
+    # any-problem links come last in `outcomes`, so code_params is complete when they are checked
+    return [link for _, link in sorted(ranked, key=lambda kv: kv[0])]
 
 
-def _dedupe(links: list[Link]) -> list[Link]:
-    """Strongest first; an any-problem link is dropped when a code link already says the same."""
-    links.sort(key=lambda l: (l.p_adjusted, l.p, -l.failing))
-    kept: list[Link] = []
-    for link in links:
-        same = [k for k in kept if k.conditions == link.conditions]
-        if same and any(set(link.codes) <= set(k.codes) or k.failing >= link.failing for k in same):
-            continue
-        kept.append(link)
-    return kept
+def _link(runs, codes, y, conds, holds, pop, p, p_adjusted) -> Link:
+    a, n = int((holds & y).sum()), int(holds.sum())
+    outside = pop & ~holds
+    fail_codes = codes or sorted({c for r, h in zip(runs, holds & y) if h for c in r.codes})
+    return Link(conds, fail_codes, a, n, int((outside & y).sum()), int(outside.sum()), float(p), float(p_adjusted))

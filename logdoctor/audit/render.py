@@ -10,6 +10,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.rule import Rule
+from rich.table import Table
 
 from ..report.text import fmt_num, md_escape
 from .links import ALPHA
@@ -90,9 +91,33 @@ def sections(report: AuditReport, quiet: bool = False, table: bool = True) -> li
     return out
 
 
-def print_sections(console: Console, items: list[tuple[str, str]]) -> None:
-    """The sections alone on a terminal (the default audit view; --details adds the run blocks)."""
-    for title, body in items:
+STAT_COLUMNS = (("train_loss_final", "train"), ("val_loss_final", "val"), ("val_loss_best", "best val"), ("steps", "steps"))
+
+
+def runs_table(report: AuditReport, quiet: bool = False) -> Table:
+    """The per-run table for a terminal: run names fold instead of being cut."""
+    table = Table(box=None, pad_edge=False, header_style="bold", caption="loss columns: final train, final val, best val")
+    table.add_column("run", overflow="fold", ratio=3)
+    table.add_column("status", no_wrap=True)
+    table.add_column("top finding", overflow="fold", ratio=1)
+    for _, label in STAT_COLUMNS:
+        table.add_column(label, justify="right", no_wrap=True)
+    for row in report.table():
+        if quiet and row["status"] == "healthy":
+            continue
+        table.add_row(
+            row["run"], f"{STATUS_MARK.get(row['status'], '')} {row['status']}", row["top"] or "",
+            *(_cell(row[k]) for k, _ in STAT_COLUMNS),
+        )
+    return table
+
+
+def print_terminal(console: Console, report: AuditReport, quiet: bool = False) -> None:
+    """The default audit view on a terminal (--details adds every run's findings via the analyze renderer)."""
+    for title, body in sections(report, quiet, table=False):
         console.print(Rule(title, align="left"))
         console.print(Markdown(body))
         console.print()
+    if report.results:
+        console.print(Rule("Runs by severity", align="left"))
+        console.print(runs_table(report, quiet))

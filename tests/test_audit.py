@@ -1,0 +1,201 @@
+"""`logdoctor audit` end to end on small real log folders: results, errors, cache, CLI, processes."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import logdoctor.ingest as ingest
+from logdoctor.audit import audit
+from logdoctor.audit import executor
+from logdoctor.cli import app
+from logdoctor.config import Config
+
+LINK_KEYS = {"param", "condition", "failing", "total", "codes", "text"}
+RUN_KEYS = {"run", "path", "format", "roles", "status", "findings", "warnings"}
+
+
+def write_run(folder: Path, lr: float, seed: int, steps: int = 400) -> None:
+    """A Lightning CSVLogger-style run: exponential decay with noise; NaN from mid-run when lr >= 0.01."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "hparams.yaml").write_text(yaml.safe_dump({"lr": lr, "seed": seed, "optimizer": {"name": "sgd"}}))
+    loss = 2.3 * np.exp(-np.arange(steps) / 80) + 0.2 + rng.normal(0, 0.01, steps)
+    if lr >= 0.01:
+        start = 150 + 10 * seed
+        loss[start:] = loss[start] * np.exp(np.arange(steps - start) / 5.0)
+        loss[start + 40:] = np.nan
+    lines = ["epoch,step,train_loss,val_loss"]
+    for s in range(steps):
+        lines.append(f"{s // 100},{s},{loss[s]},")
+        if s % 50 == 49:
+            lines.append(f"{s // 100},{s},,{loss[s] * 1.05}")
+    (folder / "metrics.csv").write_text("\n".join(lines) + "\n")
+
+
+def same(a, b) -> bool:
+    """Equal results (NaN equal to NaN, as in the JSON they round-trip through)."""
+    dump = lambda rs: json.dumps([r.to_dict() for r in rs], sort_keys=True)  # noqa: E731
+    return dump(a) == dump(b)
+
+
+@pytest.fixture
+def sweep(tmp_path: Path) -> Path:
+    root = tmp_path / "sweep"
+    for lr in (1e-3, 3e-3, 1e-2, 3e-2):
+        for seed in range(4):
+            write_run(root / f"lr{lr:g}_s{seed}" / "version_0", lr, seed)
+    return root
+
+
+@pytest.fixture
+def count_reads(monkeypatch):
+    calls: list[str] = []
+    real = ingest.read_source
+
+    def counted(source, root):
+        calls.append(str(source.path))
+        return real(source, root)
+
+    monkeypatch.setattr(ingest, "read_source", counted)
+    return calls
+
+
+def test_audit_finds_failures_best_run_and_lr_link(sweep: Path):
+    report = audit(sweep, jobs=1, use_cache=False)
+    assert len(report.results) == 16 and report.errors == []
+    diverged = {r.run for r in report.results if "diverge" in r.codes}
+    assert diverged == {f"lr{lr:g}_s{s}/version_0" for lr in (1e-2, 3e-2) for s in range(4)}
+    # ordered by severity: every critical run before any healthy one
+    statuses = [r.status for r in report.results]
+    assert statuses == sorted(statuses, key=["critical", "warning", "healthy"].index)
+    best, metric = report.best
+    assert metric == "val_loss_final" and best.params["lr"] < 0.01
+    link = next(l for l in report.links if l.codes == ["diverge"])
+    assert (link.param, link.condition, link.failing, link.total, link.failing_out, link.total_out) == ("lr", ">= 0.01", 8, 8, 0, 8)
+    doc = report.to_json()
+    assert doc["by_status"]["critical"] == 8 and doc["by_code"]["diverge"] == 8
+    assert doc["best"]["run"] == best.run
+
+
+def test_one_bad_run_never_stops_the_audit(sweep: Path, monkeypatch):
+    (sweep / "broken").mkdir()
+    (sweep / "broken" / "metrics.csv").write_bytes(b"\x00\x01\x02 not a csv")
+    real = ingest._module
+
+    class Exploding:
+        def __getattr__(self, name):
+            return getattr(real("csv_table"), name)
+
+        @staticmethod
+        def read(source):
+            if "lr0.001_s0" in str(source.path):
+                raise RuntimeError("reader bug")
+            return real("csv_table").read(source)
+
+    monkeypatch.setattr(ingest, "_module", lambda name: Exploding() if name == "csv_table" else real(name))
+    report = audit(sweep, jobs=1, use_cache=False)
+    assert len(report.results) == 15
+    assert len(report.errors) == 2
+    assert any("broken" in e and "metrics.csv" in e for e in report.errors)
+    assert any("lr0.001_s0" in e and "RuntimeError: reader bug" in e for e in report.errors)
+    assert report.by_status["error"] == 2
+
+
+def test_reaudit_reads_only_changed_runs(sweep: Path, tmp_path: Path, count_reads):
+    cache = tmp_path / "cache"
+    first = audit(sweep, jobs=1, cache_dir=cache)
+    assert len(count_reads) == 16 and first.stats["cached"] == 0
+    count_reads.clear()
+    again = audit(sweep, jobs=1, cache_dir=cache)
+    assert count_reads == [] and again.stats["cached"] == 16
+    assert same(again.results, first.results)
+    # change three runs (content and mtime), add one
+    changed = [sweep / f"lr0.001_s{s}" / "version_0" for s in range(3)]
+    for folder in changed:
+        write_run(folder, 0.05, seed=9)
+        os.utime(folder / "metrics.csv", ns=(1, 2))
+    write_run(sweep / "new" / "version_0", 1e-3, 5)
+    count_reads.clear()
+    third = audit(sweep, jobs=1, cache_dir=cache)
+    assert sorted(count_reads) == sorted(str(f) for f in changed + [sweep / "new" / "version_0"])
+    assert third.stats == {**third.stats, "cached": 16 - 3, "read": 4}
+    assert {r.run for r in third.results if "diverge" in r.codes} >= {f"lr0.001_s{s}/version_0" for s in range(3)}
+    # other rule settings: nothing from the cache; --no-cache: neither read nor written
+    count_reads.clear()
+    audit(sweep, Config(ignore=["spike"]), jobs=1, cache_dir=cache)
+    assert len(count_reads) == 17
+    count_reads.clear()
+    audit(sweep, jobs=1, use_cache=False)
+    assert len(count_reads) == 17
+
+
+def test_damaged_cache_entries_are_misses(sweep: Path, tmp_path: Path, count_reads):
+    cache = tmp_path / "cache"
+    audit(sweep, jobs=1, cache_dir=cache)
+    entries = sorted(cache.rglob("*.json"))
+    assert len(entries) == 16
+    entries[0].write_text("{not json")
+    entries[1].write_text(json.dumps({"ident": "x", "key": "y", "results": [], "errors": []}))
+    count_reads.clear()
+    report = audit(sweep, jobs=1, cache_dir=cache)
+    assert len(count_reads) == 2 and len(report.results) == 16
+
+
+def test_default_cache_lives_in_the_audited_folder(sweep: Path):
+    audit(sweep, jobs=1)
+    assert len(list((sweep / ".logdoctor-cache").rglob("*.json"))) == 16
+    # and the cache folder is never mistaken for runs
+    assert len(audit(sweep, jobs=1).results) == 16
+
+
+def test_process_pool_gives_the_same_report(sweep: Path, monkeypatch):
+    monkeypatch.setattr(executor, "POOL_MIN_BYTES", 0)
+    serial = audit(sweep, jobs=1, use_cache=False)
+    pooled = audit(sweep, jobs=2, use_cache=False)
+    assert same(pooled.results, serial.results)
+    assert [l.to_json() for l in pooled.links] == [l.to_json() for l in serial.links]
+
+
+def test_cli_json_contract_and_fail_on(sweep: Path):
+    runner = CliRunner()
+    result = runner.invoke(app, ["audit", str(sweep), "--format", "json", "--no-cache", "-j", "1"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "logdoctor.report/v1" and len(doc["runs"]) == 16
+    assert all(set(run) == RUN_KEYS for run in doc["runs"])
+    audit_doc = doc["audit"]
+    assert audit_doc["by_status"] == {"critical": 8, "warning": audit_doc["by_status"]["warning"],
+                                      "healthy": 8 - audit_doc["by_status"]["warning"], "error": 0}
+    assert audit_doc["links"] and all(set(l) == LINK_KEYS for l in audit_doc["links"])
+    lr = next(l for l in audit_doc["links"] if l["codes"] == ["diverge"])
+    assert lr["text"].startswith("diverge in 8/8 runs with lr >= 0.01, 0/8 below")
+    failing = runner.invoke(app, ["audit", str(sweep), "--fail-on", "critical", "-q", "-j", "1"])
+    assert failing.exit_code == 1
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "md", "html"])
+def test_cli_human_formats_show_summary_and_link(sweep: Path, tmp_path: Path, fmt: str):
+    out = tmp_path / f"report.{fmt}"
+    result = CliRunner().invoke(app, ["audit", str(sweep), "-f", fmt, "-o", str(out), "--no-plots", "-j", "1", "-q"])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    for needle in ("Hyperparameter links", "diverge in 8/8 runs with lr", "Best healthy run", "lr0.03_s3"):
+        assert needle in text, needle
+
+
+def test_cli_input_errors_are_one_line(tmp_path: Path, monkeypatch):
+    runner = CliRunner()
+    missing = runner.invoke(app, ["audit", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and missing.stderr.strip().count("\n") == 0 and "no such file" in missing.stderr
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    (tmp_path / "x").mkdir()
+    no_dask = runner.invoke(app, ["audit", str(tmp_path / "x"), "--scheduler", "tcp://127.0.0.1:8786"])
+    assert no_dask.exit_code == 2 and "pip install 'logdoctor[dask]'" in no_dask.stderr
