@@ -225,19 +225,20 @@ def test_lightning_csvlogger_metrics_and_hparams(tmp_path):
     version = tmp_path / "lightning_logs" / "version_0"
     version.mkdir(parents=True)
     (version / "metrics.csv").write_text(
-        "epoch,lr-AdamW,lr-AdamW-momentum,step,train_loss_epoch,train_loss_step,val_acc,val_loss\n"
-        ",0.001,0.9,49,,,,\n"
-        "0,,,49,,0.9,,\n"
-        "0,,,62,,,0.5,0.8\n"
-        "0,,,62,0.85,,,\n"
-        "1,,,99,,0.7,,\n"
-        "1,,,125,,,0.6,0.75\n"
+        "created_at,epoch,lr-AdamW,lr-AdamW-momentum,step,train_loss_epoch,train_loss_step,val_acc,val_loss\n"
+        "1.7e9,,0.001,0.9,49,,,,\n"
+        "1.7e9,0,,,49,,0.9,,\n"
+        "1.7e9,0,,,62,,,0.5,0.8\n"
+        "1.7e9,0,,,62,0.85,,,\n"
+        "1.7e9,1,,,99,,0.7,,\n"
+        "1.7e9,1,,,125,,,0.6,0.75\n"
     )
     (version / "hparams.yaml").write_text("lr: 0.001\nmodel:\n  hidden: 128\nbetas: !!python/tuple\n- 0.9\n- 0.999\n")
     (version / "events.out.tfevents.1700000000.host.1.0").write_bytes(b"")  # a TensorBoardLogger twin
     run = one_run(tmp_path)
     assert any("TensorBoard event file(s) here repeat" in n for n in run.notes)
     assert run.format == "lightning" and run.name == "lightning_logs/version_0"
+    assert "created_at" not in run.metrics and run.scalars["wall_time"].min() == 1.7e9
     assert list(series(run, "val_loss").steps) == [62, 125]
     assert list(series(run, "train_loss_step").values) == [0.9, 0.7]
     assert run.config["lr"] == 0.001 and run.config["model.hidden"] == 128 and run.config["betas"] == "[0.9,0.999]"
@@ -264,6 +265,25 @@ def test_ultralytics_results_padded_header_and_args(tmp_path):
     assert view.all_roles["lr"] == ["lr/pg0", "lr/pg1"]
 
 
+def test_yolov5_results_with_opt_and_hyp_and_time_column(tmp_path):
+    exp = tmp_path / "runs" / "train" / "exp"
+    exp.mkdir(parents=True)
+    (exp / "results.csv").write_text(
+        "               epoch,      train/box_loss,      train/obj_loss,   metrics/precision,metrics/mAP_0.5:0.95,        val/box_loss,x/lr0,time\n"
+        "                   0,            0.11,            0.05,             0.2,             0.1,            0.09,0.07,12.5\n"
+        "                   1,            0.09,            0.04,             0.3,             0.2,            0.08,0.05,25.1\n"
+    )
+    (exp / "opt.yaml").write_text("epochs: 2\nbatch_size: 16\n")
+    (exp / "hyp.yaml").write_text("lr0: 0.01\nmomentum: 0.937\n")
+    run = one_run(tmp_path)
+    assert run.format == "ultralytics" and run.name == "runs/train/exp"
+    assert run.config == {"epochs": 2, "batch_size": 16, "lr0": 0.01, "momentum": 0.937}
+    assert "time" not in run.metrics and run.scalars["wall_time"].max() == pytest.approx(25.1)
+    assert RunView(run).roles == {
+        "train_loss": "train/box_loss", "val_acc": "metrics/mAP_0.5:0.95", "val_loss": "val/box_loss", "lr": "x/lr0",
+    }
+
+
 def test_keras_csvlogger_and_history_without_epoch(tmp_path):
     (tmp_path / "training.log.csv").write_text("epoch,accuracy,loss,lr,val_accuracy,val_loss\n0,0.5,1.2,0.001,0.55,1.1\n1,0.6,1.0,0.001,0.6,nan\n")
     (tmp_path / "history.csv").write_text("loss,val_loss\n1.0,1.1\n0.9,1.0\n0.8,1.05\n")
@@ -276,6 +296,14 @@ def test_keras_csvlogger_and_history_without_epoch(tmp_path):
     assert math.isnan(series(log, "val_loss").values[1])
     assert list(series(hist, "val_loss").steps) == [0, 1, 2]
     assert any("row number" in n for n in hist.notes)
+
+
+def test_keras_csvlogger_under_its_documented_log_name(tmp_path):
+    (tmp_path / "training.log").write_text("epoch,loss,val_loss\n0,1.0,1.2\n1,0.8,1.1\n")
+    (tmp_path / "server.log").write_text("INFO starting\nepoch 1 loss 0.5\n")  # a plain text log: not ours
+    run = one_run(tmp_path)
+    assert run.format == "keras_csv" and run.name == "training.log"
+    assert RunView(run).roles == {"train_loss": "loss", "val_loss": "val_loss"}
 
 
 def test_generic_wide_and_long_csv_with_duplicate_and_unsorted_steps(tmp_path):

@@ -8,10 +8,13 @@ Layouts, most specific first (the header decides, file names only confirm):
   A TensorBoardLogger sharing the folder writes the same scalars again: those
   event files are claimed here and not read twice (see ingest.FORMATS).
 * ``ultralytics``: YOLO ``results.csv`` (header padded with spaces, ``epoch``
-  plus ``train/...``, ``val/...``, ``metrics/...``, ``lr/pg0``...) with
-  ``args.yaml``. The run is the training folder.
+  plus ``train/...``, ``val/...``, ``metrics/...``, ``lr/pg0``...; newer
+  versions add a ``time`` column, kept as wall time) with ``args.yaml``
+  (YOLOv5: ``opt.yaml`` + ``hyp.yaml``). The run is the training folder.
 * ``keras_csv``: Keras ``CSVLogger`` or a saved ``history.history``
-  (``epoch,loss,val_loss,...``, or no epoch column at all: the row is the epoch).
+  (``epoch,loss,val_loss,...``, or no epoch column at all: the row is the
+  epoch); also under a ``.log`` / ``.txt`` name when the header starts with
+  ``epoch`` and names a loss (the CSVLogger docs call it ``training.log``).
 * ``csv``: long ``metric,step,value`` or any wide table with a step column.
 
 Which CSVs are claimed: a folder walk meets users' data files too, so a CSV is
@@ -39,6 +42,12 @@ STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "epoch", "S
 _INDEX_COLUMNS = ("", "Unnamed: 0", "index")
 _SNIFF_BYTES = 64 * 1024
 _EVENTS_PREFIX = "events.out.tfevents"
+#: Config files a layout's writer leaves beside its CSV (YOLOv5 wrote opt.yaml + hyp.yaml, v8+ args.yaml).
+_SIDECARS = {"lightning": ("hparams.yaml",), "ultralytics": ("args.yaml", "opt.yaml", "hyp.yaml")}
+#: Wall-clock columns some writers add (seconds): kept as wall_time, not as a metric.
+_WALL_COLUMNS = {"lightning": "created_at", "ultralytics": "time"}
+#: Keras' CSVLogger is often given a `.log` / `.txt` name (its docs use 'training.log').
+_KERAS_SUFFIXES = (".log", ".txt")
 
 
 def header(path: Path) -> list[str] | None:
@@ -72,7 +81,7 @@ def layout(name: str, columns: list[str], folder_files: set[str] | frozenset = f
     if name == "metrics.csv" and "step" in cols and ("epoch" in cols or "hparams.yaml" in folder_files):
         return "lightning"
     if "epoch" in cols and any(c.startswith(("train/", "val/", "metrics/")) for c in columns) and (
-        name == "results.csv" or "args.yaml" in folder_files
+        name == "results.csv" or folder_files & set(_SIDECARS["ultralytics"])
     ):
         return "ultralytics"
     if "loss" in cols and not cols & {"step", "global_step", "_step", "iteration", "iter"}:
@@ -82,26 +91,33 @@ def layout(name: str, columns: list[str], folder_files: set[str] | frozenset = f
     return None
 
 
+def _keras_log(columns: list[str] | None) -> bool:
+    """A CSVLogger file under a .log/.txt name: its header starts with `epoch` and has a loss."""
+    return bool(columns) and columns[0] == "epoch" and len(columns) > 1 and any("loss" in c for c in columns)
+
+
 def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
-    csvs = [f for f in filenames if f.lower().endswith(".csv")]
-    if not csvs:
-        return None
     present = set(filenames)
     got = Claim()
-    for name in csvs:
-        path = folder / name
-        columns = header(path)
-        kind = "csv" if not columns else layout(name, columns, present)  # unreadable: claim to report it
+    for name in filenames:
+        lower = name.lower()
+        if lower.endswith(".csv"):
+            columns = header(folder / name)
+            kind = "csv" if not columns else layout(name, columns, present)  # unreadable: claim to report it
+        elif lower.endswith(_KERAS_SUFFIXES) and _keras_log(header(folder / name)):
+            kind = "keras_csv"
+        else:
+            continue
         if kind is None:
             continue
+        path = folder / name
         got.files.add(name)
-        side = {"lightning": "hparams.yaml", "ultralytics": "args.yaml"}.get(kind)
-        if side:
+        sides = [f for f in _SIDECARS.get(kind, ()) if f in present]
+        if kind in _SIDECARS:
             # the training's own folder: its config, and TensorBoard copies of the same scalars
-            twins = {f for f in filenames if f.startswith(_EVENTS_PREFIX)}
-            got.files |= twins | ({side} & present)
-            files = [path] + ([folder / side] if side in present else []) + [folder / f for f in sorted(twins)]
-            got.sources.append(Source("csv_table", folder, files))
+            twins = sorted(f for f in filenames if f.startswith(_EVENTS_PREFIX))
+            got.files |= set(twins) | set(sides)
+            got.sources.append(Source("csv_table", folder, [path] + [folder / f for f in sides + twins]))
         else:
             got.sources.append(Source("csv_table", path, [path]))
     return got if got.sources else None
@@ -170,12 +186,14 @@ def read(source: Source) -> list[Run]:
     path = source.files[0]
     frame = read_table(path)
     kind = layout(path.name, frame.columns, {f.name for f in source.files}) or "csv"
+    if path.name.lower().endswith(_KERAS_SUFFIXES):
+        kind = "keras_csv"
     warnings: list[str] = []
     config = {}
     notes = []
     for side in source.files[1:]:
         if side.name.endswith(".yaml"):
-            config = load_config_file(side, warnings)
+            config.update(load_config_file(side, warnings))
     twins = [f.name for f in source.files if f.name.startswith(_EVENTS_PREFIX)]
     if twins:
         notes.append(f"{len(twins)} TensorBoard event file(s) here repeat these scalars; read {path.name} instead")
@@ -193,11 +211,12 @@ def read(source: Source) -> list[Run]:
     step_col = "step" if kind == "lightning" else _step_column(frame)
     if kind in ("ultralytics", "keras_csv") and "epoch" in frame.columns:
         step_col = "epoch"
-    exclude = {step_col} if step_col and kind != "lightning" else {"step"}
+    wall = _WALL_COLUMNS.get(kind) if _WALL_COLUMNS.get(kind) in frame.columns else None
+    exclude = ({step_col} if step_col and kind != "lightning" else {"step"}) | {wall}
     metrics = numeric_columns(frame, exclude)
     if not metrics:
         raise ReadError(f"{path}: CSV has no numeric metric columns")
-    scalars = wide_to_tidy(frame, step_col, metrics)
+    scalars = wide_to_tidy(frame, step_col, metrics, wall)
     if scalars.is_empty():
         raise ReadError(f"{path}: no row has both a numeric step and a metric value")
     if not step_col:
