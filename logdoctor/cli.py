@@ -235,6 +235,57 @@ def _write(text: str, output: Optional[Path]) -> None:
         raise fail(f"{output}: cannot write report ({exc.strerror})") from None
 
 
+class RankBy(str, Enum):
+    final = "final"
+    best = "best"
+
+
+@app.command()
+def audit(
+    path: str = typer.Argument(..., help="A sweep folder (or an fsspec URL such as s3://bucket/sweep)."),
+    fmt: OutputFormat = typer.Option(OutputFormat.terminal, "--format", "-f", help="Report format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here (default: stdout)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes (default: one per core)."),
+    scheduler: Optional[str] = typer.Option(None, help="Run on a Dask cluster: its scheduler, tcp://host:port."),
+    cache_dir: Optional[Path] = typer.Option(None, help="Cache folder (default: .logdoctor-cache/ in PATH)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Re-read every run; neither use nor write the cache."),
+    rank_by: RankBy = typer.Option(RankBy.final, help="Best run by final or best validation loss."),
+    details: bool = typer.Option(False, "--details", help="Terminal: also print every run's findings."),
+    select: Optional[str] = typer.Option(None, help="Only these rule codes (comma-separated)."),
+    ignore: Optional[str] = typer.Option(None, help="Skip these rule codes (comma-separated)."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
+    fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a run is at or above this status."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only problems: skip healthy runs and progress."),
+    no_plots: bool = typer.Option(False, "--no-plots", help="Markdown/HTML without plots."),
+) -> None:
+    """Triage a sweep: diagnose every run in parallel, summarise, link failures to hyperparameters."""
+    from .audit import audit as run_audit
+    from .audit.executor import SchedulerError
+    from .audit.render import print_terminal, sections
+    from .ingest import ReadError
+
+    config = _load_config(config_file, Path(path), select, ignore)
+    try:
+        with _progress("auditing", enabled=not quiet) as progress:
+            report = run_audit(
+                path, config, jobs=jobs, scheduler=scheduler, cache_dir=cache_dir,
+                use_cache=not no_cache, rank_by=rank_by.value, progress=progress,
+            )
+    except (ReadError, SchedulerError) as exc:
+        raise fail(str(exc)) from None
+    if fmt == OutputFormat.terminal and not details:
+        from rich.console import Console
+
+        if output:
+            with open(output, "w", encoding="utf-8") as fh:
+                print_terminal(Console(file=fh, no_color=True, width=120), report, quiet)
+        else:
+            print_terminal(_console(), report, quiet)
+    else:
+        _emit(report.diagnosis(), fmt, output, quiet, no_plots, extra={"audit": report.to_json()}, sections=sections(report, quiet))
+    raise typer.Exit(exit_code([r.status for r in report.results], fail_on))
+
+
 @app.command()
 def inspect(
     path: Path = typer.Argument(..., help="A run folder, a log file, or a folder of many runs."),
