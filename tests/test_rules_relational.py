@@ -375,3 +375,24 @@ def test_relational_rules_quiet_on_external_keras_histories():
 
     for rd in analyze(SHARED / "external-curves").runs:
         assert not [f.code for f in rd.findings if f.code in RELATIONAL], rd.run.name
+
+
+# --------------------------------------------------------------------------- degenerate input never crashes a rule
+
+DEGENERATE = {
+    "one-point": (np.array([0]), np.array([1.0])),
+    "all-nan": (np.arange(50), np.full(50, np.nan)),
+    "inf-tail": (np.arange(50), np.r_[np.linspace(2, 1, 25), np.full(25, np.inf)]),
+    "zeros": (np.arange(50), np.zeros(50)),
+    "negative": (np.arange(50), -np.linspace(1, 2, 50)),
+    "same-step": (np.zeros(5, dtype=int), np.arange(5.0)),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(DEGENERATE))
+@pytest.mark.parametrize("rule", [Overfit, LrScheduleMismatch, ScalerCollapse, ClipSaturation, GradNormTrend, ValMetricConstant])
+def test_degenerate_series_do_not_crash(rule, shape):
+    s, v = DEGENERATE[shape]
+    metrics = {name: (s, v) for name in ("train_loss", "val_loss", "val_acc", "lr", "grad_norm", "loss_scale")}
+    rule().check(make_view(metrics, {"max_grad_norm": 1.0}))
+    rule().check(make_view({"train_loss": train_curve(), **{k: m for k, m in metrics.items() if k != "train_loss"}}))
