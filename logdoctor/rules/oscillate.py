@@ -18,9 +18,8 @@ class Oscillate(Rule):
         running level: in the second half of the run a real share of the
         logged points sit more than a tenth of the run's total progress
         (and several sigmas of its own batch-to-batch noise) above the
-        rolling median, and the curve is no longer clearly
-        falling (a run still descending steeply is noisy, not
-        oscillating). Or the loss settles and then climbs back a large part
+        rolling median, while the second half gains less than a tenth of
+        the progress (a run still descending is noisy, not oscillating). Or the loss settles and then climbs back a large part
         of the way toward where it started without blowing up (that is
         `diverge`). Only runs that did learn qualify; a loss that never
         falls is `flat` or `crawl`.
@@ -52,8 +51,8 @@ class Oscillate(Rule):
         "k_noise": 4.0,
         # ...and this share of the second half's points are excursions
         "min_excursion_rate": 0.03,
-        # a second half still falling this clearly (Kendall's tau) is settling, not bouncing
-        "max_late_tau": -0.3,
+        # a second half still gaining this share of the progress is descending, not bouncing
+        "max_late_gain": 0.1,
         # settles then bounces: the end sits this share of the progress above the best level
         "min_rebound": 0.3,
     }
@@ -68,7 +67,7 @@ class Oscillate(Rule):
         if progress <= 0 or progress < self.params["min_progress"] * abs(c.start):
             return []
         half = len(c) // 2
-        late = curves.trend(c.steps[half:], c.y[half:])
+        late_gain = (c.smooth[half] - c.end) / progress
         ok = np.isfinite(series.values)
         steps, raw = series.steps[ok], series.values[ok]
         tail = steps >= c.steps[half]
@@ -78,7 +77,7 @@ class Oscillate(Rule):
         cut = max(self.params["excursion"], self.params["k_noise"] * c.noise / progress)
         rate = float(np.mean(excursions > cut))
         rebound = (c.end - c.best) / progress
-        bouncing = rate >= self.params["min_excursion_rate"] and late.tau > self.params["max_late_tau"]
+        bouncing = rate >= self.params["min_excursion_rate"] and late_gain < self.params["max_late_gain"]
         rebounding = rebound >= self.params["min_rebound"] and c.best_index < len(c) - 1
         if not (bouncing or rebounding):
             return []
@@ -106,7 +105,7 @@ class Oscillate(Rule):
                     "excursion_rate": rate,
                     "excursion_threshold_over_progress": cut,
                     "max_excursion_over_progress": float(np.max(excursions)) if len(excursions) else 0.0,
-                    "late_trend_tau": late.tau,
+                    "late_gain_over_progress": late_gain,
                     "rebound_over_progress": rebound,
                 },
             )

@@ -1,0 +1,271 @@
+"""Loss-shape rules (flat, crawl, oscillate, diverge, spike, epoch_jumps): runs that must fire, near misses that must not.
+
+Real runs first: sample_runs/ (real trainings with injected faults, labelled)
+and, when the shared folder beside the checkout exists, real logs written by
+other people. Synthetic curves only for edge cases real runs do not cover
+(scale, NaN tails, very long or very short runs, rounding).
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from logdoctor.config import Config
+from logdoctor.diagnose import diagnose_run
+from logdoctor.ingest import load_runs
+from logdoctor.model import Finding, Run, tidy
+
+SHAPE = ("flat", "crawl", "oscillate", "diverge", "spike", "epoch_jumps")
+ROOT = Path(__file__).parents[1]
+SAMPLES = ROOT / "sample_runs"
+SHARED = Path(__file__).parents[2] / "shared"
+RNG = np.random.default_rng(11)
+
+
+def diagnose(run: Run) -> list[Finding]:
+    """Ranked findings (suppression applied) of one run."""
+    return diagnose_run(run, Config()).findings
+
+
+def fired(findings: list[Finding]) -> dict[str, Finding]:
+    """Warning/critical findings by code (info findings are remarks, not predictions)."""
+    return {f.code: f for f in findings if f.severity in ("warning", "critical")}
+
+
+def read(path: Path) -> Run:
+    runs, errors = load_runs(path)
+    assert runs, f"no run read from {path}: {errors}"
+    return runs[0]
+
+
+def synthetic(metrics: dict[str, tuple]) -> Run:
+    frames = [
+        pl.DataFrame({"metric": [name] * len(s), "step": np.asarray(s, dtype=np.int64), "value": np.asarray(v, dtype=float)})
+        for name, (s, v) in metrics.items()
+    ]
+    return Run("synthetic", "synthetic", "synthetic", scalars=tidy(pl.concat(frames)))
+
+
+# ---------------------------------------------------------------- sample_runs/ (labelled real trainings)
+
+
+def _labels() -> dict:
+    path = SAMPLES / "labels.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+LABELS = _labels()
+SHAPE_FAULTS = sorted(k for k, v in LABELS.items() if v["codes"] and v["codes"][0] in SHAPE)
+HEALTHY = sorted(k for k, v in LABELS.items() if v.get("healthy"))
+needs_samples = pytest.mark.skipif(not LABELS, reason="sample_runs/labels.json not generated")
+
+
+@needs_samples
+@pytest.mark.parametrize("run_id", SHAPE_FAULTS or ["-"])
+def test_sample_fault_fires_its_code(run_id):
+    if run_id == "-":
+        pytest.skip("no shape faults labelled yet")
+    label = LABELS[run_id]["codes"]
+    findings = diagnose(read(SAMPLES / run_id))
+    got = fired(findings)
+    assert label[0] in got, f"{run_id}: expected {label[0]}, got {[(f.code, f.severity) for f in findings]}"
+    top = next(f for f in findings if f.severity in ("warning", "critical"))
+    assert top.code in label, f"{run_id}: top finding {top.code}, label {label}"
+    assert got[label[0]].evidence and 0 < got[label[0]].confidence <= 1
+
+
+@needs_samples
+@pytest.mark.parametrize("run_id", HEALTHY or ["-"])
+def test_sample_healthy_run_raises_no_shape_warning(run_id):
+    if run_id == "-":
+        pytest.skip("no healthy runs labelled yet")
+    got = fired(diagnose(read(SAMPLES / run_id)))
+    assert not set(got) & set(SHAPE), f"{run_id}: false alarm {sorted(set(got) & set(SHAPE))}"
+
+
+# ---------------------------------------------------------------- real logs written by other people
+
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared real logs not present")
+EXT = SHARED / "external-curves"
+
+
+@needs_shared
+def test_real_loss_stuck_at_log10_is_flat():
+    # a Keras 10-class model whose loss sits at ln(10) = 2.3026 for 100 epochs
+    got = fired(diagnose(read(EXT / "ext-0e5e8134")))
+    assert "flat" in got and got["flat"].evidence["relative_drop"] < 0.01
+
+
+@needs_shared
+@pytest.mark.parametrize("run_id", ["ext-41752b0a", "ext-c8fba90b", "ext-adf31cc0", "ext-0e894bcc", "ext-8b121462", "ext-26a63a6b"])
+def test_real_runs_at_chance_before_learning_are_not_flat_or_crawl(run_id):
+    got = fired(diagnose(read(EXT / run_id)))
+    assert not {"flat", "crawl"} & set(got), f"{run_id}: {sorted(got)}"
+
+
+@needs_shared
+@pytest.mark.parametrize("run_id", ["ext-9bb6e75c", "ext-b4f8b519"])
+def test_real_ten_epoch_runs_that_never_move_are_flat(run_id):
+    assert "flat" in fired(diagnose(read(EXT / run_id)))
+
+
+@needs_shared
+def test_real_rl_surrogate_losses_get_no_shape_verdicts():
+    runs, _ = load_runs(SHARED / "real-logs" / "cs285_fall2022_ChocolateDave")
+    assert runs
+    for run in runs:
+        got = fired(diagnose(run))
+        assert not {"flat", "crawl", "oscillate", "spike", "epoch_jumps"} & set(got), run.name
+        assert "diverge" not in got or got["diverge"].evidence.get("nan_tail") is not None, run.name
+
+
+@needs_shared
+def test_real_nanogpt_runs_healthy_stays_quiet_and_blown_up_is_diverge():
+    runs, _ = load_runs(SHARED / "real-logs" / "wandb_export_nanogpt_druidowm")
+    by_name = {r.name.rsplit("/", 1)[-1]: r for r in runs}
+    for healthy in ("gpt2", "gpt2_last_char_to_char1729642919.4054031", "gpt2_last_char_token_to_token1729493675.529459"):
+        assert not set(fired(diagnose(by_name[healthy]))) & set(SHAPE), healthy
+    blown = fired(diagnose(by_name["gpt2_last_char_token_to_char1729587337.8266432"]))
+    assert "diverge" in blown and blown["diverge"].evidence["rise_over_progress"] > 1
+
+
+@needs_shared
+def test_real_hf_finetune_has_no_shape_warning():
+    got = fired(diagnose(read(SHARED / "real-logs" / "hf_tinyllama_finetune_Dheena731")))
+    assert not set(got) & set(SHAPE)
+
+
+# ---------------------------------------------------------------- synthetic edge cases
+
+
+def decay(n: int, start: float = 2.3, floor: float = 0.05, tau: float | None = None, noise: float = 0.02) -> np.ndarray:
+    x = np.arange(n)
+    tau = tau or n / 8
+    return (start - floor) * np.exp(-x / tau) + floor + noise * (start - floor) * RNG.standard_normal(n)
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 5.0])
+def test_flat_crawl_and_healthy_are_scale_free(scale):
+    n = 1500
+    x = np.arange(n)
+    flat = scale * (2.3026 + 0.02 * RNG.standard_normal(n))
+    crawl = scale * (2.3026 - 0.1 * x / n + 0.02 * RNG.standard_normal(n))
+    healthy = scale * decay(n)
+    assert "flat" in fired(diagnose(synthetic({"loss": (x, flat)})))
+    assert "crawl" in fired(diagnose(synthetic({"loss": (x, crawl)})))
+    assert not fired(diagnose(synthetic({"loss": (x, healthy)})))
+
+
+def test_flat_exactly_constant_hf_rounding_is_certain():
+    x = np.arange(0, 1500, 10)
+    got = fired(diagnose(synthetic({"loss": (x, np.full(len(x), 2.3026))})))
+    assert got["flat"].evidence["constant"] is True and got["flat"].confidence > 0.95
+    rounded = np.round(2.3026 + 0.00004 * RNG.standard_normal(len(x)), 4)
+    assert "flat" in fired(diagnose(synthetic({"loss": (x, rounded)})))
+
+
+def test_short_runs_ten_epochs():
+    x = np.arange(10)
+    assert "flat" in fired(diagnose(synthetic({"loss": (x, 0.84 + 0.004 * RNG.standard_normal(10))})))
+    assert not fired(diagnose(synthetic({"loss": (x, 0.37 * np.exp(-x / 4) + 0.25)})))
+    assert not fired(diagnose(synthetic({"loss": (x[:3], [2.3, 2.3, 2.3])})))  # too short to judge
+
+
+def test_crawl_near_miss_healthy_run_stopped_while_falling():
+    n = 600
+    x = np.arange(n)
+    still_falling = 2.3 * np.exp(-x / 250) + 0.02 * RNG.standard_normal(n)  # halves every ~170 steps
+    assert not fired(diagnose(synthetic({"loss": (x, still_falling)})))
+
+
+def test_nan_tail_is_diverge_not_flat():
+    n = 800
+    x = np.arange(n)
+    y = 2.3026 + 0.01 * RNG.standard_normal(n)
+    y[500:] = np.nan
+    findings = diagnose(synthetic({"train_loss": (x, y)}))
+    got = fired(findings)
+    assert findings[0].code == "diverge" and got["diverge"].severity == "critical"
+    assert got["diverge"].evidence["first_nonfinite_step"] == 500 and got["diverge"].evidence["nan_tail"] is True
+    assert "flat" not in got
+
+
+def test_finite_blow_up_is_diverge_but_a_recovered_excursion_is_not():
+    n = 1000
+    x = np.arange(n)
+    y = decay(n)
+    up = y.copy()
+    up[600:] = np.linspace(y[600], 9.0, 400) + 0.05 * RNG.standard_normal(400)
+    got = fired(diagnose(synthetic({"train_loss": (x, up)})))
+    assert "diverge" in got and got["diverge"].evidence["loss_end"] > 5
+    back = y.copy()
+    back[600:640] += 3.0
+    assert "diverge" not in fired(diagnose(synthetic({"train_loss": (x, back)})))
+
+
+def test_spikes_fire_on_long_runs_at_full_resolution_and_one_small_blip_does_not():
+    n = 200_000
+    x = np.arange(n)
+    y = decay(n, noise=0.01)
+    for at in (60_000, 110_000, 160_000):
+        y[at : at + 3] += 2.0  # three one-step-wide spikes back to the starting loss
+    run = synthetic({"train_loss": (x, y)})
+    start = time.perf_counter()
+    got = fired(diagnose(run))
+    assert time.perf_counter() - start < 3.0
+    assert "spike" in got and got["spike"].evidence["spikes"] == 3
+    assert all(abs(s - t) < 400 for s, t in zip(got["spike"].evidence["spike_steps"], (60_000, 110_000, 160_000)))
+    blip = decay(3000, noise=0.01)
+    blip[2000] += 0.3
+    findings = diagnose(synthetic({"train_loss": (np.arange(3000), blip)}))
+    assert "spike" not in fired(findings)
+
+
+def test_epoch_sawtooth_fires_with_and_without_an_epoch_counter():
+    n, per = 2000, 200
+    x = np.arange(n)
+    y = 1.5 * np.exp(-x / 800) + 0.3 + 0.3 * np.exp(-(x % per) / 40) + 0.03 * RNG.standard_normal(n)
+    with_counter = fired(diagnose(synthetic({"train_loss": (x, y), "epoch": (x, x // per)})))
+    assert with_counter["epoch_jumps"].evidence["epochs_from"] == "epoch counter"
+    assert with_counter["epoch_jumps"].evidence["boundary_jump"] > 0
+    assert fired(diagnose(synthetic({"train_loss": (x, y)})))["epoch_jumps"].evidence["points_per_epoch"] == per
+
+
+def test_epoch_running_mean_reset_is_not_epoch_jumps():
+    # Keras-style per-batch logging of the epoch's running mean: drops at each boundary
+    n, per = 2000, 200
+    x = np.arange(n)
+    inst = 1.5 * np.exp(-x / 300) + 0.2 + 0.3 * RNG.standard_normal(n)
+    running = np.array([inst[(i // per) * per : i + 1].mean() for i in range(n)])
+    got = fired(diagnose(synthetic({"train_loss": (x, running), "epoch": (x, x // per)})))
+    assert "epoch_jumps" not in got
+
+
+def test_oscillate_fires_on_bursts_after_settling_and_not_on_noisy_healthy_descent():
+    n = 1500
+    x = np.arange(n)
+    y = decay(n, floor=0.01, noise=0.002)
+    bursts = RNG.random(n) < 0.08
+    bursting = y + np.where(bursts & (x > 300), RNG.uniform(0.3, 1.0, n), 0.0)
+    got = fired(diagnose(synthetic({"train_loss": (x, bursting)})))
+    assert "oscillate" in got and "spike" not in got  # oscillate explains (suppresses) the spikes
+    noisy = decay(n, start=4.6, floor=1.5, tau=300, noise=0.05)
+    assert "oscillate" not in fired(diagnose(synthetic({"train_loss": (x, noisy)})))
+
+
+def test_every_shape_rule_has_documented_thresholds_and_sections():
+    from logdoctor.rules import all_rules
+
+    rules = all_rules()
+    for code in SHAPE:
+        cls = rules[code]
+        doc = cls.doc()
+        for section in ("Symptom", "Root causes", "Fix", "Probe", "Example"):
+            assert doc.get(section), f"{code}: missing {section}"
+        assert cls.defaults, code
+        cls({k: v for k, v in cls.defaults.items()})  # every default is a valid override key
