@@ -19,6 +19,8 @@ Done = Callable[[Task, TaskOutput], None]
 #: Below this many bytes to read, starting worker processes (each imports
 #: polars, scipy and the rules: about a second) costs more than it saves.
 POOL_MIN_BYTES = 4 << 20
+#: How long to keep trying to reach a Dask scheduler before giving up.
+CONNECT_TIMEOUT = "10s"
 
 
 class SchedulerError(Exception):
@@ -58,7 +60,7 @@ def run_dask(tasks: Sequence[Task], config, scheduler: str, on_done: Done) -> No
             "--scheduler needs dask.distributed, which is not installed (pip install 'logdoctor[dask]')"
         ) from None
     try:
-        client = Client(scheduler, timeout="10s")
+        client = Client(scheduler, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError) as exc:
         raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
     try:
