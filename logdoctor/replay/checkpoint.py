@@ -87,10 +87,16 @@ def load_file(path: Path, trust: bool = False) -> Any:
     except pickle.UnpicklingError as exc:
         if not trust:
             found = re.search(r"GLOBAL ([\w.]+)", str(exc))
-            what = f"it references {found.group(1)}" if found else "it is not a plain tensor file"
+            if found:
+                raise ReplayError(
+                    f"{path}: refusing to unpickle (it references {found.group(1)}; loading it could run code) — "
+                    "pass --trust-checkpoint only if you trust where it came from"
+                ) from None
+            detail = re.search(r"WeightsUnpickler error:\s*(.+)", str(exc))
             raise ReplayError(
-                f"{path}: refusing to unpickle ({what}; loading it could run code) — "
-                "pass --trust-checkpoint only if you trust where it came from"
+                f"{path}: not a readable PyTorch checkpoint (the safe loader rejected it: "
+                f"{detail.group(1).strip() if detail else 'not a tensor pickle'}); "
+                "if it is a full pickle you trust, pass --trust-checkpoint"
             ) from None
     except Exception as exc:  # noqa: BLE001 - torch raises many types for a damaged file
         raise ReplayError(f"{path}: not a readable PyTorch checkpoint ({type(exc).__name__}: {exc})") from None

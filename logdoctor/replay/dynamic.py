@@ -37,8 +37,9 @@ class InitLossOff(Probe):
 
     code, severity, kind = "init_loss_off", "warning", "dynamic"
     defaults = {"tolerance": 0.5}
-    explains = ("flat", "diverge", "spike", "crawl")
-    cause_pattern = r"\binit|logit|softmax|nll|label|loss function|output layer"
+    explains = ("crawl", "flat")
+    cause_pattern = r"softmax|nllloss|probabilit|\binit"
+    ruled_out_pattern = r"\binit"  # a double softmax still starts near ln K
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         target = ctx.target
@@ -89,7 +90,8 @@ class OverfitBatchFailed(Probe):
     code, severity, kind = "overfit_batch_failed", "critical", "dynamic"
     defaults = {"examples": 32, "steps": 200, "lr": 1e-3, "target_fraction": 0.1, "floor": 0.01}
     explains = ("flat", "crawl")
-    cause_pattern = r"bug|softmax|detach|no_grad|requires_grad|label|loss function|pipeline|loop|optimi[sz]er|frozen"
+    cause_pattern = r"softmax|nllloss|detach|no_grad|label"
+    ruled_out_pattern = r"softmax|nllloss|detach|no_grad"  # one batch can be memorised even with wrong labels
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         target = ctx.target
@@ -167,8 +169,13 @@ class NoGrad(Probe):
     """
 
     code, severity, kind = "no_grad", "critical", "dynamic"
-    explains = ("flat", "crawl")
-    cause_pattern = r"detach|no_grad|grad_fn|requires_grad|graph|frozen|never updated|not updated|unused|dead"
+    explains = ("flat",)
+    cause_pattern = r"detach|graph|no_grad"
+
+    def confirms(self, finding: Finding) -> list[tuple[str, str]]:
+        if finding.evidence.get("trainable") == 0:  # everything frozen
+            return [("flat", r"frozen|requires_grad")]
+        return super().confirms(finding)
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         p = get_pass(ctx)
@@ -213,8 +220,8 @@ class GradVanish(Probe):
 
     code, severity, kind = "grad_vanish", "warning", "dynamic"
     defaults = {"ratio": 1e-3, "min_norm": 1e-8}
-    explains = ("flat", "crawl")
-    cause_pattern = r"vanish|saturat|sigmoid|tanh|dead|depth|deep|residual|\binit"
+    explains = ("crawl", "flat", "grad_norm_trend")
+    cause_pattern = r"vanish"
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         norms = {k: v for k, v in layer_grad_norms(ctx).items() if math.isfinite(v)}
@@ -256,8 +263,8 @@ class GradExplode(Probe):
 
     code, severity, kind = "grad_explode", "critical", "dynamic"
     defaults = {"max_norm": 1e3, "ratio": 1e3}
-    explains = ("diverge", "spike", "oscillate")
-    cause_pattern = r"explod|clip|\binit|gradient norm|grad norm|\blr\b[^.;]*\b(high|large)|too high|unbounded|overflow"
+    explains = ("diverge", "spike", "grad_norm_trend")
+    cause_pattern = r"explo(d|sion)"
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         norms = layer_grad_norms(ctx)
@@ -300,8 +307,8 @@ class DeadRelu(Probe):
 
     code, severity, kind = "dead_relu", "warning", "dynamic"
     defaults = {"dead_fraction": 0.5, "saturated_fraction": 0.9, "min_examples": 8}
-    explains = ("flat", "crawl")
-    cause_pattern = r"dead|relu|saturat|capacity|activation|\blr\b[^.;]*\b(high|large)|too high"
+    explains = ("crawl", "flat", "grad_norm_trend")
+    cause_pattern = r"dead|dying|relu|saturat"
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         examples = int(ctx.target.batch[1].shape[0]) if ctx.target.batch[1].dim() else 1
@@ -351,8 +358,14 @@ class NanSource(Probe):
     """
 
     code, severity, kind = "nan_source", "critical", "dynamic"
-    explains = ("diverge", "spike")
-    cause_pattern = r"nan|\binf\b|overflow|numeric|log\(0\)|fp16|division|input data"
+    explains = ("diverge", "spike", "scaler_collapse")
+    cause_pattern = r"overflow|nan|\binf\b|explo(d|sion)"
+    ruled_out_pattern = ""  # one finite batch in fp32 clears neither bad batches nor fp16 overflow
+
+    def confirms(self, finding: Finding) -> list[tuple[str, str]]:
+        where = finding.metric
+        pattern = r"bad batch|input" if where == "input batch" else r"log\(0\)|loss" if where == "loss" else self.cause_pattern
+        return [(code, pattern) for code in self.explains]
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         p = get_pass(ctx)

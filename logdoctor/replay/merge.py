@@ -105,6 +105,9 @@ def _confirm(f: Finding, items: list[_Cause], probe, pf: Finding, pattern: str) 
         items.insert(0, match)
     if tag not in match.confirmed:
         match.confirmed.append(tag)
+    fix = next(iter(bullets(probe.doc().get("Fix", ""))), None)
+    if fix and fix not in f.fixes:
+        f.fixes.insert(0, fix)
     f.evidence.setdefault("confirmed_by", [])
     if probe.code not in f.evidence["confirmed_by"]:
         f.evidence["confirmed_by"].append(probe.code)

@@ -7,7 +7,7 @@ findings carry causes and fixes exactly like log findings and render through
 the same reports. Two extra class attributes drive the merge with the logs:
 `explains` (log finding codes this probe can confirm or rule out) and
 `cause_pattern` (a regex picking, among those findings' causes, the ones it
-speaks to).
+speaks to; `ruled_out_pattern` narrows what a clean run may rule out).
 """
 from __future__ import annotations
 
@@ -72,6 +72,8 @@ class Probe(Rule):
     kind: ClassVar[str] = "static"
     explains: ClassVar[tuple[str, ...]] = ()
     cause_pattern: ClassVar[str] = ""
+    #: Causes a clean run of this probe rules out (None: the same as cause_pattern; "": none).
+    ruled_out_pattern: ClassVar[str | None] = None
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         raise NotImplementedError
@@ -94,9 +96,10 @@ class Probe(Rule):
 
     def rules_out(self, outcome: Outcome) -> list[tuple[str, str]]:
         """(log code, cause regex) pairs a probe that ran clean rules out."""
-        if outcome.status != "clear":
+        pattern = self.cause_pattern if self.ruled_out_pattern is None else self.ruled_out_pattern
+        if outcome.status != "clear" or not pattern:
             return []
-        return [(code, self.cause_pattern) for code in self.explains]
+        return [(code, pattern) for code in self.explains]
 
     def report(
         self,
@@ -109,9 +112,20 @@ class Probe(Rule):
         severity: str | None = None,
     ) -> Finding:
         """A finding located at the checkpoint's step; `where` names the tensor/module/group."""
-        f = self.finding(None, title=title, steps=ctx.steps, confidence=confidence, evidence=evidence, severity=severity)
+        f = self.finding(None, title=title, steps=ctx.steps, confidence=confidence, evidence=_rounded(evidence), severity=severity)
         f.metric = where
         return f
+
+
+def _rounded(value: Any) -> Any:
+    """Evidence floats to 4 significant digits (readable in every renderer, exact enough to act on)."""
+    if isinstance(value, float):
+        return float(f"{value:.4g}") if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v) for v in value]
+    return value
 
 
 def fmt(x: float) -> str:

@@ -56,18 +56,22 @@ class SchedulerExhausted(Probe):
 
     code, severity = "scheduler_exhausted", "warning"
     defaults = {"floor_fraction": 0.05, "remaining_fraction": 0.1}
-    explains = ("lr_schedule_mismatch", "crawl", "flat", "oscillate")
-    cause_pattern = r"schedul|floor|decay|t_max|total|cadence|per[- ](step|epoch|batch)|warmup|stepped"
+    explains = ("lr_schedule_mismatch", "crawl", "flat")
+    cause_pattern = r"schedul|floor|t_max|total_steps|cadence|stepped"
+    ruled_out_pattern = r"floor|scheduler length|t_max"
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         if not ctx.ckpt.schedulers:
             raise Skip("no scheduler state in the checkpoint")
         findings = []
+        checked = False
         for i, state in enumerate(ctx.ckpt.schedulers):
             pos = schedule_position(state)
             where = f"scheduler{i}" + (f" ({pos['family']})" if "family" in pos else "")
             last, total, frac = pos["last_epoch"], pos.get("planned_total"), pos.get("lr_fraction_of_base")
             evidence = {k: v for k, v in pos.items() if k != "family"}
+            run_total, step = ctx.ckpt.planned_steps, ctx.ckpt.step
+            checked = checked or bool(last is not None and total) or bool(frac is not None and run_total and step is not None)
             if last is not None and total and last > total:
                 findings.append(
                     self.report(
@@ -79,7 +83,6 @@ class SchedulerExhausted(Probe):
                     )
                 )
                 continue
-            run_total, step = ctx.ckpt.planned_steps, ctx.ckpt.step
             if frac is not None and frac <= self.params["floor_fraction"] and run_total and step is not None:
                 remaining = 1 - step / run_total
                 if remaining >= self.params["remaining_fraction"]:
@@ -92,6 +95,8 @@ class SchedulerExhausted(Probe):
                             evidence={**evidence, "step": step, "planned_steps": run_total},
                         )
                     )
+        if not checked:
+            raise Skip("the scheduler state has no planned total and the run's planned steps are unknown")
         return findings
 
 
@@ -118,6 +123,7 @@ class ScalerCollapse(Probe):
     defaults = {"collapsed_scale": 8.0, "low_scale": 256.0}
     explains = ("scaler_collapse", "flat", "diverge", "crawl")
     cause_pattern = r"scal|fp16|\bamp\b|mixed precision|overflow|skipp"
+    ruled_out_pattern = ""  # a healthy saved scale may predate the collapse the logs show
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         state = ctx.ckpt.scaler

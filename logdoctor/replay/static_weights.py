@@ -36,8 +36,8 @@ class NanWeights(Probe):
     """
 
     code, severity = "nan_weights", "critical"
-    explains = ("diverge", "spike", "flat")
-    cause_pattern = r"nan|\binf\b|overflow|numeric|fp16|half precision|log\(0\)|clip"
+    #: NaN weights show *that* the run broke, not which cause broke it: reported, not linked.
+    explains = ()
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         bad: dict[str, tuple[int, int]] = {}
@@ -97,8 +97,8 @@ class BatchNormStats(Probe):
 
     code, severity = "bn_stats_degenerate", "warning"
     defaults = {"min_var": 1e-6, "max_var": 1e6}
-    explains = ("flat", "crawl", "overfit")
-    cause_pattern = r"batch ?norm|\bbn\b|eval\(\)|train\(\)|running stat|eval mode|train mode"
+    explains = ("flat", "val_metric_constant")
+    cause_pattern = r"batch ?norm|\bbn\b|eval\(\)|running stat|eval mode|train mode"
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         model = ctx.ckpt.model
@@ -159,8 +159,9 @@ class WeightNormOutlier(Probe):
 
     code, severity = "weight_norm_outlier", "warning"
     defaults = {"decades": 2.0, "min_layers": 3}
-    explains = ("diverge", "spike", "flat")
-    cause_pattern = r"\binit|explod|weight norm|weights? gr[eo]w|weight decay"
+    explains = ("grad_norm_trend", "diverge")
+    cause_pattern = r"\binit|grow|shrinks the weights"
+    ruled_out_pattern = ""
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         rms = {

@@ -189,4 +189,4 @@ class UpdateRatioHigh(_UpdateRatio):
     code, severity, kind, direction = "update_ratio_high", "warning", "static", "high"
     defaults = {"limit": 1e-2, "outlier_factor": 10.0}
     explains = ("oscillate", "diverge", "spike")
-    cause_pattern = r"(\blr\b|learning rate)[^.;]*\b(high|large|big)|too high|over-?step|warmup|\beps\b"
+    cause_pattern = r"(\blr\b|learning rate)[^.;]*\b(high|large|big)|too high|over-?step"
