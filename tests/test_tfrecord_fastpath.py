@@ -22,11 +22,12 @@ from logdoctor.ingest.tfevents import read_event_file
 
 def canonical(result):
     """Everything a reader returns, in file order, tags as text."""
+    frame = result.frame
     return (
-        result.steps.tolist(),
-        [result.tags[c] for c in result.codes],
-        result.values.tobytes(),
-        result.wall_times.tobytes(),
+        frame.get_column("step").to_list(),
+        frame.get_column("metric").to_list(),
+        frame.get_column("value").to_numpy().tobytes(),
+        frame.get_column("wall_time").to_numpy().tobytes(),
         result.config,
         result.damage,
         result.undecodable,
@@ -94,7 +95,7 @@ def test_fast_equals_reference_on_damaged_files(written, tmp_path, monkeypatch):
 def test_single_byte_damage_never_yields_a_wrong_number(written, tmp_path):
     source = next(p for p in written if p.parent.name == "simple")
     clean = read_event_file(source)
-    truth = {(clean.tags[c], s): v for c, s, v in zip(clean.codes, clean.steps.tolist(), clean.values.tolist())}
+    truth = {(m, s): v for m, s, v, _ in clean.frame.iter_rows()}
     data = source.read_bytes()
     rng = random.Random(3)
     target = tmp_path / "events.out.tfevents.0.flip"
@@ -103,7 +104,7 @@ def test_single_byte_damage_never_yields_a_wrong_number(written, tmp_path):
         damaged[rng.randrange(len(data))] ^= rng.randrange(1, 256)
         target.write_bytes(bytes(damaged))
         got = read_event_file(target)
-        pairs = {(got.tags[c], s): v for c, s, v in zip(got.codes, got.steps.tolist(), got.values.tolist())}
+        pairs = {(m, s): v for m, s, v, _ in got.frame.iter_rows()}
         assert all(truth.get(k) == v for k, v in pairs.items())
         assert len(pairs) >= len(truth) - 2
         assert got.damage.bad_crc + len(got.damage.skipped) >= 1

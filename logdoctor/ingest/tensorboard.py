@@ -27,7 +27,7 @@ import polars as pl
 from ..model import Run, empty_scalars
 from . import Claim, ReadError, Source
 from .hparams import load_config_file
-from .tfevents import EventScalars, read_event_file
+from .tfevents import read_event_file
 
 #: Subfolder names that mark a Keras / estimator style split of one run.
 SPLIT_NAMES = {"train", "training", "validation", "valid", "val", "eval", "evaluation", "test"}
@@ -79,18 +79,6 @@ def _file_order(path: Path) -> list:
     return [int(part) if part.isdigit() else part for part in _NUMBERS.split(path.name)]
 
 
-def _frame(scalars: EventScalars, prefix: str) -> pl.DataFrame:
-    names = pl.Series("metric", [f"{prefix}{t}" for t in scalars.tags], dtype=pl.Utf8)
-    return pl.DataFrame(
-        {
-            "metric": names.gather(scalars.codes),
-            "step": scalars.steps,
-            "value": scalars.values,
-            "wall_time": scalars.wall_times,
-        }
-    )
-
-
 def _drop_orphans(frames: list[pl.DataFrame], names: list[str], notes: list[str]) -> list[pl.DataFrame]:
     """Restarted runs: a later file's first step of a metric cuts that metric in earlier files."""
     if len(frames) < 2:
@@ -138,7 +126,7 @@ def read(source: Source) -> list[Run]:
         for path in files:
             label = path.relative_to(source.path).as_posix()
             try:
-                got = read_event_file(path)
+                got = read_event_file(path, prefix=f"{prefix}/" if prefix else "")
             except OSError as exc:
                 problems.append(f"{path}: cannot read ({exc.strerror or type(exc).__name__})")
                 continue
@@ -155,7 +143,7 @@ def read(source: Source) -> list[Run]:
                 warnings.append(f"{path}: {got.undecodable} record(s) with a valid CRC are not TensorBoard events; skipped")
             config.update(got.config)
             if len(got):
-                group_frames.append(_frame(got, f"{prefix}/" if prefix else ""))
+                group_frames.append(got.frame)
                 group_names.append(label)
         frames.extend(_drop_orphans(group_frames, group_names, notes))
     if not readable:

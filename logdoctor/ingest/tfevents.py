@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 
+from ..model import empty_scalars
 from . import tfrecord
 
 ACCEPT, PENDING = 0, 1  # a scalar; a metadata-less tensor waiting for its tag's plugin
@@ -36,20 +38,16 @@ _SCALARS, _HPARAMS = b"scalars", b"hparams"
 
 @dataclass
 class EventScalars:
-    """One event file's scalars as compact columns, plus its hparams and damage report."""
+    """One event file's scalars as a tidy frame (metric, step, value, wall_time), in file order."""
 
-    steps: np.ndarray  # int64
-    values: np.ndarray  # float64
-    wall_times: np.ndarray  # float64
-    codes: np.ndarray  # int32 index into `tags`
-    tags: list[str]
+    frame: pl.DataFrame
     config: dict[str, Any] = field(default_factory=dict)
     damage: tfrecord.Damage = field(default_factory=tfrecord.Damage)
     #: Records with a valid CRC that still did not parse as an Event.
     undecodable: int = 0
 
     def __len__(self) -> int:
-        return len(self.steps)
+        return self.frame.height
 
 
 _VBITS = 20  # a value's order key: record index << _VBITS | index of the value in its event
@@ -60,18 +58,22 @@ def order_key(rec: np.ndarray, vidx: np.ndarray | int = 0) -> np.ndarray:
 
 
 class _Collector:
-    """Accumulates values from both paths and resolves them into `EventScalars`.
+    """Accumulates values from both paths, batch by batch, into compact polars chunks.
 
-    Columns stay compact (int64 order key, int64 step, float64 wall time and
-    value, int32 tag id, int8 state) because a large file holds millions of values.
+    A large file holds millions of values, so each batch becomes a frame of
+    int32 tag id, int64 step, float64 value and wall time (and an int8 state)
+    at once; the chunks are concatenated without copying and tag ids turn
+    into names only at the end.
     """
 
-    _DTYPES = {"key": np.int64, "step": np.int64, "wall": np.float64, "value": np.float64, "tag": np.int32, "state": np.int8}
+    _DTYPES = {"key": np.int64, "tag": np.int32, "step": np.int64, "value": np.float64, "wall_time": np.float64, "state": np.int8}
 
     def __init__(self) -> None:
         self.tag_ids: dict[str, int] = {}
-        self.cols: dict[str, list[np.ndarray]] = {k: [] for k in self._DTYPES}
-        self.md: dict[str, list[np.ndarray]] = {"key": [], "tag": [], "is_scalars": []}
+        self.parts: list[dict[str, np.ndarray]] = []
+        self.chunks: list[pl.DataFrame] = []
+        #: tag id -> (order key, names the scalars plugin?) of its first value carrying metadata
+        self.first_md: dict[int, tuple[int, bool]] = {}
         self.config: dict[str, Any] = {}
         self.undecodable = 0
 
@@ -82,46 +84,40 @@ class _Collector:
         return got
 
     def add(self, **cols: np.ndarray) -> None:
-        for key, arr in cols.items():
-            self.cols[key].append(np.asarray(arr, dtype=self._DTYPES[key]))
+        self.parts.append({k: np.asarray(v, dtype=self._DTYPES[k]) for k, v in cols.items()})
 
     def add_md(self, key: np.ndarray, tag: np.ndarray, is_scalars: np.ndarray) -> None:
         """Values that carried metadata: the first per tag decides its metadata-less tensors."""
-        self.md["key"].append(np.asarray(key, np.int64))
-        self.md["tag"].append(np.asarray(tag, np.int32))
-        self.md["is_scalars"].append(np.asarray(is_scalars, bool))
-
-    def finish(self, damage: tfrecord.Damage) -> EventScalars:
-        cat: dict[str, np.ndarray] = {}
-        for name, dtype in self._DTYPES.items():  # one column at a time keeps the peak low
-            parts = self.cols.pop(name)
-            cat[name] = np.concatenate(parts) if parts else np.zeros(0, dtype)
-            del parts
-        key = cat.pop("key")
-        if len(key) > 1 and not np.all(key[1:] > key[:-1]):  # reference-path values came out of order
-            order = np.argsort(key, kind="stable")
-            cat = {k: v[order] for k, v in cat.items()}
-        del key
-        state = cat.pop("state")
-        pending = state == PENDING
-        if pending.any():
-            drop = pending & ~self._tag_is_scalars()[cat["tag"]]
-            cat = {k: v[~drop] for k, v in cat.items()}
-        return EventScalars(
-            cat["step"], cat["value"], cat["wall"], cat["tag"], list(self.tag_ids), self.config, damage, self.undecodable
-        )
-
-    def _tag_is_scalars(self) -> np.ndarray:
-        """Per tag id: does the first value of the tag that carried metadata name the scalars plugin?"""
-        out = np.zeros(max(len(self.tag_ids), 1), dtype=bool)
-        if not self.md["key"]:
-            return out
-        key, tag, is_sc = (np.concatenate(self.md[k]) for k in ("key", "tag", "is_scalars"))
         order = np.argsort(key, kind="stable")
-        tag, is_sc = tag[order], is_sc[order]
-        uniq, first = np.unique(tag, return_index=True)
-        out[uniq] = is_sc[first]
-        return out
+        tags, first = np.unique(np.asarray(tag)[order], return_index=True)
+        for t, k, sc in zip(tags.tolist(), np.asarray(key)[order][first].tolist(), np.asarray(is_scalars)[order][first].tolist()):
+            if t not in self.first_md or k < self.first_md[t][0]:
+                self.first_md[t] = (k, sc)
+
+    def flush(self) -> None:
+        """Close a batch: its values (fast and reference-decoded) in file order, as one chunk."""
+        if not self.parts:
+            return
+        cols = {k: np.concatenate([p[k] for p in self.parts]) for k in self._DTYPES}
+        self.parts = []
+        key = cols.pop("key")
+        if len(key) > 1 and not np.all(key[1:] > key[:-1]):
+            order = np.argsort(key, kind="stable")
+            cols = {k: v[order] for k, v in cols.items()}
+        self.chunks.append(pl.DataFrame(cols))
+
+    def finish(self, damage: tfrecord.Damage, prefix: str) -> EventScalars:
+        self.flush()
+        if not self.chunks:
+            return EventScalars(empty_scalars(), self.config, damage, self.undecodable)
+        frame = pl.concat(self.chunks, how="vertical", rechunk=False)
+        self.chunks = []
+        scalar_tags = [t for t, (_, sc) in self.first_md.items() if sc]
+        if (frame.get_column("state") == PENDING).any():
+            frame = frame.filter((pl.col("state") == ACCEPT) | pl.col("tag").is_in(scalar_tags))
+        names = pl.Series("metric", [f"{prefix}{t}" for t in self.tag_ids], dtype=pl.Utf8)
+        frame = frame.select(names.gather(frame.get_column("tag")).alias("metric"), "step", "value", "wall_time")
+        return EventScalars(frame, self.config, damage, self.undecodable)
 
 
 # --------------------------------------------------------------------------- reference extractor
@@ -210,7 +206,7 @@ def _extract(records: list[tuple[int, bytes]], col: _Collector) -> None:
                     rows.append((rec, vidx, event.step, event.wall_time, num, tag, state))
     if rows:
         rec, vidx, step, wall, val, tag, state = (np.array(c) for c in zip(*rows))
-        col.add(key=order_key(rec, vidx), step=step, wall=wall, value=val, tag=tag, state=state)
+        col.add(key=order_key(rec, vidx), step=step, wall_time=wall, value=val, tag=tag, state=state)
     if mds:
         rec, vidx, tag, is_sc = (np.array(c) for c in zip(*mds))
         col.add_md(order_key(rec, vidx), tag, is_sc)
@@ -221,13 +217,16 @@ def _extract(records: list[tuple[int, bytes]], col: _Collector) -> None:
 
 def _varint(buf: np.ndarray, pos: np.ndarray, lim: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Base-128 varints at `pos` (each must end before `lim`): (value, position after, ok)."""
-    n = len(pos)
-    val = np.zeros(n, dtype=np.uint64)
-    nxt = pos.copy()
-    ok = np.ones(n, dtype=bool)
-    live = np.arange(n)
-    shift = 0
+    ok = pos < lim
+    first = _byte(buf, pos, lim)
+    val = (first & 0x7F).astype(np.uint64)
+    nxt = pos + 1
+    live = np.flatnonzero(first >= 0x80)  # most varints here are one byte: only the rest loop
+    shift = 7
     while len(live):
+        if shift > 63:
+            ok[live] = False
+            break
         inside = nxt[live] < lim[live]
         if not inside.all():
             ok[live[~inside]] = False
@@ -237,9 +236,6 @@ def _varint(buf: np.ndarray, pos: np.ndarray, lim: np.ndarray) -> tuple[np.ndarr
         nxt[live] += 1
         live = live[b >= 0x80]
         shift += 7
-        if shift > 63:
-            ok[live] = False
-            break
     return val, nxt, ok
 
 
@@ -382,7 +378,7 @@ def _decode_batch(batch: tfrecord.Batch, col: _Collector) -> np.ndarray:
             col.add_md(key[mdrows], tag[mdrows], is_scalars[mdrows])
         if take.any():
             state = np.where(simple | is_scalars, ACCEPT, PENDING)
-            col.add(key=key[take], step=step[take], wall=wall[take], value=value[take], tag=tag[take], state=state[take])
+            col.add(key=key[take], step=step[take], wall_time=wall[take], value=value[take], tag=tag[take], state=state[take])
     return np.flatnonzero(fallback)
 
 
@@ -425,8 +421,11 @@ def _tensor_values(buf: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> tuple[np.
 # --------------------------------------------------------------------------- file reader
 
 
-def read_event_file(path: Path, fast: bool = True) -> EventScalars:
-    """All scalars and hparams of one event file; damage is reported, never raised."""
+def read_event_file(path: Path, fast: bool = True, prefix: str = "") -> EventScalars:
+    """All scalars and hparams of one event file; damage is reported, never raised.
+
+    `prefix` is put before every metric name (a Keras split folder's name).
+    """
     col = _Collector()
     damage = tfrecord.Damage()
     if fast:
@@ -435,6 +434,7 @@ def read_event_file(path: Path, fast: bool = True) -> EventScalars:
             if len(left):
                 buf, offs, lens = batch.buf, batch.offsets, batch.lengths
                 _extract([(batch.first + i, buf[offs[i] : offs[i] + lens[i]].tobytes()) for i in left.tolist()], col)
+            col.flush()
     else:
         _extract(list(enumerate(tfrecord.iter_records(path, damage))), col)
-    return col.finish(damage)
+    return col.finish(damage, prefix)

@@ -42,7 +42,7 @@ FOOTER = 4  # uint32 masked crc of the data
 _MASK_DELTA = 0xA282EAD8
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
-CHUNK = 8 << 20  # bytes read per step of the streaming scan
+CHUNK = 4 << 20  # bytes read per step of the streaming scan (bounds the per-batch temporaries)
 
 
 # --------------------------------------------------------------------------- CRC-32C
