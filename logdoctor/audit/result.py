@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from ..model import Finding, Run, RunDiagnosis
-from ..view import RunView
 
 #: Statistics kept per run for the audit table (None when the run does not log the role).
 STAT_KEYS = ("train_loss_final", "train_loss_best", "val_loss_final", "val_loss_best", "steps")
@@ -35,8 +35,7 @@ class RunResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_diagnosis(cls, rd: RunDiagnosis, view: RunView | None = None) -> "RunResult":
-        view = view or RunView(rd.run)
+    def from_diagnosis(cls, rd: RunDiagnosis) -> "RunResult":
         return cls(
             run=rd.run.name,
             path=rd.run.path,
@@ -46,7 +45,7 @@ class RunResult:
             findings=[f.to_json() for f in rd.findings],
             warnings=list(rd.run.warnings),
             params=flatten_params(rd.run.config),
-            stats=loss_stats(view),
+            stats=loss_stats(rd.run, rd.roles),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -97,19 +96,28 @@ class RunResult:
         return RunDiagnosis(run=run, roles=dict(self.roles), findings=findings)
 
 
-def loss_stats(view: RunView) -> dict[str, Any]:
-    """Final and best train/validation loss and the last step logged."""
+def loss_stats(run: Run, roles: dict[str, str]) -> dict[str, Any]:
+    """Final and best train/validation loss and the last step logged.
+
+    Read straight off the tidy table with the roles the diagnosis already
+    assigned (no second RunView: splitting the table again costs more than
+    this). "Final" is the value at the last step, the last one logged there.
+    """
     out: dict[str, Any] = {}
+    scalars = run.scalars
     for role in ("train_loss", "val_loss"):
-        series = view.series(role)
-        if series is None or len(series) == 0:
+        name = roles.get(role)
+        part = scalars.filter(pl.col("metric") == name) if name and not scalars.is_empty() else None
+        if part is None or part.is_empty():
             out[f"{role}_final"] = out[f"{role}_best"] = None
             continue
-        finite = series.values[np.isfinite(series.values)]
-        out[f"{role}_final"] = float(series.values[-1])
+        steps = part.get_column("step").to_numpy()
+        values = part.get_column("value").to_numpy()
+        last = len(steps) - 1 - int(np.argmax(steps[::-1]))  # last row logged at the largest step
+        finite = values[np.isfinite(values)]
+        out[f"{role}_final"] = float(values[last])
         out[f"{role}_best"] = float(finite.min()) if len(finite) else None
-    steps = [int(s.steps[-1]) for name in view.counts if (s := view.metric(name)) is not None and len(s)]
-    out["steps"] = max(steps) if steps else None
+    out["steps"] = None if scalars.is_empty() else int(scalars.get_column("step").max())
     return out
 
 
