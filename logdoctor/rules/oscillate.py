@@ -18,8 +18,11 @@ class Oscillate(Rule):
         running level: in the second half of the run a real share of the
         logged points sit more than a tenth of the run's total progress
         (and several sigmas of its own batch-to-batch noise) above the
-        rolling median, while the second half gains less than a tenth of
-        the progress (a run still descending is noisy, not oscillating). Or the loss settles and then climbs back a large part
+        rolling median, in bursts (a leap is followed by another more often
+        than chance; isolated leaps are heavy-tailed small-batch noise),
+        while the second half gains less than a tenth of the progress (a run
+        still descending is noisy, not oscillating). Or the second half is
+        very noisy and drifts upward. Or the loss settles and then climbs back a large part
         of the way toward where it started without blowing up (that is
         `diverge`). Only runs that did learn qualify; a loss that never
         falls is `flat` or `crawl`.
@@ -51,8 +54,16 @@ class Oscillate(Rule):
         "k_noise": 4.0,
         # ...and this share of the second half's points are excursions
         "min_excursion_rate": 0.03,
+        # leaps must come in bursts (P(leap | leap before) / P(leap) at least this)...
+        "min_burst_lift": 1.5,
+        # ...unless they are this frequent
+        "burst_free_rate": 0.08,
         # a second half still gaining this share of the progress is descending, not bouncing
         "max_late_gain": 0.1,
+        # worsening: the second half drifts up by this share of the progress while its
+        # scatter around the running level is at least min_late_noise of the progress
+        "min_late_rise": 0.1,
+        "min_late_noise": 0.05,
         # settles then bounces: the end sits this share of the progress above the best level
         "min_rebound": 0.3,
     }
@@ -75,27 +86,41 @@ class Oscillate(Rule):
         excursions = (raw[tail] - base) / progress
         # a leap must be large against the progress and an outlier against the run's own batch noise
         cut = max(self.params["excursion"], self.params["k_noise"] * c.noise / progress)
-        rate = float(np.mean(excursions > cut))
+        leaps = excursions > cut
+        rate = float(np.mean(leaps))
+        # leaps that come in bursts (one leap followed by another more often than chance)
+        # are instability; isolated ones at a low rate are heavy-tailed batch noise
+        follow = float(np.sum(leaps[1:] & leaps[:-1]) / max(np.sum(leaps[:-1]), 1))
+        lift = follow / rate if rate > 0 else 0.0
+        noise = curves.robust_sigma(raw[tail] - base) / progress
         rebound = (c.end - c.best) / progress
-        bouncing = rate >= self.params["min_excursion_rate"] and late_gain < self.params["max_late_gain"]
-        rebounding = rebound >= self.params["min_rebound"] and c.best_index < len(c) - 1
-        if not (bouncing or rebounding):
+        p = self.params
+        bouncing = (
+            rate >= p["min_excursion_rate"]
+            and (lift >= p["min_burst_lift"] or rate >= p["burst_free_rate"])
+            and late_gain < p["max_late_gain"]
+        )
+        worsening = late_gain <= -p["min_late_rise"] and noise >= p["min_late_noise"]
+        rebounding = rebound >= p["min_rebound"] and c.best_index < len(c) - 1
+        if not (bouncing or worsening or rebounding):
             return []
         margin = max(
-            rate / self.params["min_excursion_rate"] if bouncing else 0.0,
-            rebound / self.params["min_rebound"] if rebounding else 0.0,
+            rate / p["min_excursion_rate"] if bouncing else 0.0,
+            -late_gain / p["min_late_rise"] if worsening else 0.0,
+            rebound / p["min_rebound"] if rebounding else 0.0,
         )
         confidence = 0.5 + 0.45 * min(1.0, (margin - 1.0) / 2 + 0.3) * min(1.0, len(c) / 100)
-        what = (
-            f"{rate:.0%} of the second half's points leap more than {cut:.0%} of the progress above the running level"
-            if bouncing
-            else f"after reaching {c.best:.4g} it climbs back to {c.end:.4g}"
-        )
+        if bouncing:
+            what = f"{rate:.0%} of the second half's points leap more than {cut:.0%} of the progress above the running level"
+        elif rebounding:
+            what = f"after reaching {c.best:.4g} it climbs back to {c.end:.4g}"
+        else:
+            what = f"the second half is noisy (sigma {noise:.0%} of the progress) and drifts up by {-late_gain:.0%} of it"
         return [
             self.finding(
                 series,
                 title=f"{series.name} bounces without settling: {what}",
-                steps=(c.step_at(half) if bouncing else c.step_at(c.best_index), c.last_step),
+                steps=(c.step_at(c.best_index) if rebounding and not bouncing else c.step_at(half), c.last_step),
                 confidence=confidence,
                 evidence={
                     "loss_start": c.start,
@@ -103,6 +128,8 @@ class Oscillate(Rule):
                     "best_step": c.step_at(c.best_index),
                     "loss_end": c.end,
                     "excursion_rate": rate,
+                    "excursion_burst_lift": lift,
+                    "late_noise_over_progress": noise,
                     "excursion_threshold_over_progress": cut,
                     "max_excursion_over_progress": float(np.max(excursions)) if len(excursions) else 0.0,
                     "late_gain_over_progress": late_gain,

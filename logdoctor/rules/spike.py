@@ -44,7 +44,7 @@ class Spike(Rule):
     defaults = {
         "min_points": 20,
         # Hampel: robust sigmas above the rolling median of the bucket maxima
-        "k_sigma": 6.0,
+        "k_sigma": 10.0,
         # a spike must rise at least this share of the run's progress (or 5 % of its level)
         "min_height": 0.25,
         # the loss must fall back to within this share of the spike height...
