@@ -58,6 +58,7 @@ def wandb_run_dir(tmp_path_factory) -> Path:
     run.log({"train/loss": float("nan")}, step=STEPS)
     run.log({"train/loss": float("inf")}, step=STEPS + 1)
     run.finish()
+    wandb.teardown()  # finish() can return before wandb-core has flushed the .wandb file
     (folder,) = [p for p in (root / "wandb").iterdir() if p.is_dir() and not p.is_symlink()]
     return folder
 
@@ -133,6 +134,40 @@ def test_wandb_missing_package_is_clear_and_history_jsonl_is_used(wandb_run_dir,
     run = one_run(folder)
     assert list(series(run, "loss").values) == [1.5, 1.2]
     assert any("wandb not installed" in n for n in run.notes)
+
+
+def test_wandb_resumed_run_folders_are_joined(tmp_path):
+    wandb = pytest.importorskip("wandb")
+    import time
+
+    for part in range(2):
+        if part:
+            time.sleep(1.05)  # W&B names run folders to the second
+        run = wandb.init(dir=str(tmp_path), mode="offline", project="p", id="resume123", resume="allow",
+                         config={"lr": 0.1 * (part + 1)}, settings=wandb.Settings(silent=True, x_disable_stats=True))
+        for i in range(40):
+            run.log({"loss": 1.0 / (1 + i + 40 * part)}, step=i + 40 * part)
+        run.finish()
+        wandb.teardown()  # finish() can return before wandb-core has flushed the .wandb file
+    folders = sorted(p.name for p in (tmp_path / "wandb").iterdir() if p.is_dir() and not p.is_symlink())
+    assert len(folders) == 2 and all(f.endswith("-resume123") for f in folders)
+    run = one_run(tmp_path)
+    assert run.name == f"wandb/{folders[0]}"
+    loss = series(run, "loss")
+    assert run.warnings == []
+    assert list(loss.steps) == list(range(80)) and loss.duplicates == 0
+    assert run.config["lr"] == pytest.approx(0.2)  # the later segment's config wins
+    assert any("resumed run: joined 2 folders" in n for n in run.notes)
+
+
+def test_wandb_folder_with_summary_only_says_no_history(tmp_path):
+    run_dir = tmp_path / "wandb" / "run-20240101_000000-abc"
+    (run_dir / "files").mkdir(parents=True)
+    (run_dir / "files" / "wandb-summary.json").write_text('{"loss": 0.5, "_step": 99}')
+    (run_dir / "files" / "config.yaml").write_text("lr:\n  value: 0.1\n")
+    runs, errors = load_runs(tmp_path)
+    assert runs == [] and len(errors) == 1
+    assert "run-20240101_000000-abc" in errors[0] and "final summary values only, no history" in errors[0]
 
 
 # --------------------------------------------------------------------------- old W&B run folder (jsonl)

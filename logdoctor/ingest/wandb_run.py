@@ -10,11 +10,19 @@ Two generations of layout:
 
 The .wandb file is read when the wandb package is installed; otherwise a
 `wandb-history.jsonl` is used if present, else the run is reported with the
-install hint. `files/`, `logs/` and `tmp/` are W&B's own and not walked (a
-`files/` folder holds copies of user files that would show up twice).
+install hint. A run folder holding only the final summary (the .wandb file
+was not kept) is reported as having no history. `files/`, `logs/` and `tmp/`
+are W&B's own and not walked (`files/` holds copies of user files that would
+show up twice).
+
+A resumed run gets a new folder with the same run id each time it restarts
+(`run-20240101_120000-abc`, `run-20240102_080000-abc`): those folders are
+joined into one run, in time order, as TensorBoard joins a restarted run.
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..model import Run
@@ -24,7 +32,10 @@ from .wandb_history import frame_from_rows, read_jsonl
 from .wandb_records import MISSING_WANDB, read_wandb_file
 
 HISTORY = "wandb-history.jsonl"
+SUMMARY = "wandb-summary.json"
 _OWN_DIRS = {"files", "logs", "tmp"}
+#: `run-<YYYYMMDD_HHMMSS>-<id>` (or `offline-run-...`): the timestamp orders resumed segments.
+_RUN_DIR = re.compile(r"^(?:offline-)?run-(?P<time>\d{8}_\d{6})-(?P<id>[A-Za-z0-9]+)$")
 
 
 def _is_record_file(name: str) -> bool:
@@ -35,12 +46,32 @@ def _is_wandb_file(name: str) -> bool:
     return name.startswith("wandb-") or name.endswith(".wandb") or name.endswith(".wandb.synced") or name == "config.yaml"
 
 
+def _is_run_folder(folder: Path, dirnames: list[str], filenames: list[str]) -> bool:
+    if any(_is_record_file(f) for f in filenames) or HISTORY in filenames or SUMMARY in filenames:
+        return True
+    return "files" in dirnames and (folder / "files" / SUMMARY).is_file()
+
+
+def _resumed_groups(folder: Path, dirnames: list[str]) -> list[list[str]]:
+    """Sibling run folders sharing a run id (a resumed run), each group in time order."""
+    by_id: dict[str, list[tuple[str, str]]] = {}
+    for d in dirnames:
+        match = _RUN_DIR.match(d)
+        if match and not (folder / d).is_symlink():
+            by_id.setdefault(match["id"], []).append((match["time"], d))
+    return [[d for _, d in sorted(group)] for group in by_id.values() if len(group) > 1]
+
+
 def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
-    if not any(_is_record_file(f) for f in filenames) and HISTORY not in filenames:
-        return None
-    owned = {f for f in filenames if _is_wandb_file(f)}
-    files = [folder / f for f in sorted(owned)]
-    return Claim(sources=[Source("wandb_run", folder, files)], files=owned, prune=_OWN_DIRS & set(dirnames))
+    got = Claim()
+    for group in _resumed_groups(folder, dirnames):
+        got.sources.append(Source("wandb_run", folder / group[0], [folder / d for d in group]))
+        got.prune.update(group)
+    if _is_run_folder(folder, dirnames, filenames):
+        got.sources.append(Source("wandb_run", folder, [folder]))
+        got.files = {f for f in filenames if _is_wandb_file(f)}
+        got.prune |= _OWN_DIRS & set(dirnames)
+    return got if got.sources else None
 
 
 def _beside(folder: Path, name: str) -> Path | None:
@@ -51,54 +82,88 @@ def _beside(folder: Path, name: str) -> Path | None:
     return None
 
 
-def read(source: Source) -> list[Run]:
-    folder = source.path
-    warnings: list[str] = []
-    notes: list[str] = []
-    record_files = sorted(f for f in source.files if _is_record_file(f.name))
-    history = _beside(folder, HISTORY)
-    rows: list[dict] = []
-    config: dict = {}
-    used_records = False
+@dataclass
+class _Segment:
+    """What one run folder holds (a resumed run has several)."""
+
+    rows: list[dict] = field(default_factory=list)
+    config: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _read_records(folder: Path, history: Path | None, seg: _Segment) -> bool:
+    """Fill `seg` from the folder's .wandb file(s); False when they could not be used."""
+    used = False
+    record_files = sorted(p for p in folder.iterdir() if p.is_file() and _is_record_file(p.name))
     for path in record_files:
         try:
             log = read_wandb_file(path)
         except ReadError as exc:
             if MISSING_WANDB in str(exc) and history is not None:
-                notes.append(f"wandb not installed: read {history.name} instead of {path.name}")
-                break
+                seg.notes.append(f"wandb not installed: read {history.name} instead of {path.name}")
+                return False
             if len(record_files) > 1 or history is not None:
-                warnings.append(str(exc))
+                seg.warnings.append(str(exc))
                 continue
             raise
-        used_records = True
-        rows.extend(log.rows)
-        config.update(log.config)
+        used = True
+        seg.rows.extend(log.rows)
+        seg.config.update(log.config)
         stats = log.stats
         if stats.bad_chunks:
-            warnings.append(f"{path.name}: skipped {stats.bad_chunks} damaged block(s) (bad checksum or length)")
+            seg.warnings.append(f"{path.name}: skipped {stats.bad_chunks} damaged block(s) (bad checksum or length)")
         if stats.broken_records or log.undecodable:
-            warnings.append(f"{path.name}: skipped {stats.broken_records + log.undecodable} incomplete or undecodable record(s)")
+            seg.warnings.append(f"{path.name}: skipped {stats.broken_records + log.undecodable} incomplete or undecodable record(s)")
         if stats.truncated:
-            warnings.append(f"{path.name}: file ends mid-record (run killed?); kept {stats.records} complete records")
+            seg.warnings.append(f"{path.name}: file ends mid-record (run killed?); kept {stats.records} complete records")
         label = f"W&B run '{log.name}'" if log.name else "W&B run"
-        notes.append(f"{label}" + (f" (id {log.run_id})" if log.run_id else ""))
+        seg.notes.append(label + (f" (id {log.run_id})" if log.run_id else ""))
         if log.exit_code is None:
-            notes.append(f"{path.name}: no exit record (run killed, crashed or still running)")
+            seg.notes.append(f"{path.name}: no exit record (run killed, crashed or still running)")
         elif log.exit_code != 0:
-            notes.append(f"run exited with code {log.exit_code}")
-    if not used_records:
+            seg.notes.append(f"run exited with code {log.exit_code}")
+    return used
+
+
+def _read_folder(folder: Path) -> _Segment:
+    seg = _Segment()
+    history = _beside(folder, HISTORY)
+    if not _read_records(folder, history, seg):
         if history is None:
+            if _beside(folder, SUMMARY) is not None:
+                raise ReadError(f"{folder}: W&B run folder with final summary values only, no history (its run-*.wandb file is missing)")
             raise ReadError(f"{folder}: W&B run folder without a readable history")
-        rows, bad = read_jsonl(history)
+        seg.rows, bad = read_jsonl(history)
         if bad:
-            warnings.append(f"{history.name}: skipped {bad} unreadable line(s)")
-    config = flatten(unwrap_wandb(config))
-    if not config:
+            seg.warnings.append(f"{history.name}: skipped {bad} unreadable line(s)")
+    seg.config = flatten(unwrap_wandb(seg.config))
+    if not seg.config:
         yaml_path = _beside(folder, "config.yaml")
         if yaml_path is not None:
-            config = load_config_file(yaml_path, warnings)
+            seg.config = load_config_file(yaml_path, seg.warnings)
+    return seg
+
+
+def read(source: Source) -> list[Run]:
+    folders, segments, failed = [], [], []
+    for folder in source.files:
+        try:
+            segments.append(_read_folder(folder))
+            folders.append(folder)
+        except ReadError as exc:
+            failed.append(str(exc))
+    if not segments:
+        raise ReadError(failed[0])
+    rows = [row for seg in segments for row in seg.rows]
+    config: dict = {}
+    for seg in segments:
+        config.update(seg.config)  # a resumed run may have updated its config: latest wins
+    warnings = failed + [w for seg in segments for w in seg.warnings]
+    notes = list(dict.fromkeys(n for seg in segments for n in seg.notes))
+    if len(folders) > 1:
+        notes.insert(0, f"resumed run: joined {len(folders)} folders ({', '.join(f.name for f in folders)})")
     scalars = frame_from_rows(rows)
     if scalars.is_empty():
-        warnings.append(f"{folder}: W&B run has no numeric history (nothing logged with wandb.log?)")
-    return [Run(name="", path=str(folder), format="wandb", scalars=scalars, config=config, warnings=warnings, notes=notes)]
+        warnings.append(f"{source.path}: W&B run has no numeric history (nothing logged with wandb.log?)")
+    return [Run(name="", path=str(source.path), format="wandb", scalars=scalars, config=config, warnings=warnings, notes=notes)]
