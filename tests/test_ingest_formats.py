@@ -378,7 +378,10 @@ def test_hf_trainer_state_and_checkpoints(tmp_path):
         (out / f"checkpoint-{step}").mkdir(parents=True)
         (out / f"checkpoint-{step}" / "trainer_state.json").write_text(_trainer_state(step, history[:upto]))
     (out / "trainer_state.json").write_text(_trainer_state(30, history))
-    run = one_run(tmp_path)
+    (out / "runs" / "Jan01_00-00-00_host").mkdir(parents=True)
+    (out / "runs" / "Jan01_00-00-00_host" / "events.out.tfevents.1700000000.host.1.0").write_bytes(b"")
+    run = one_run(tmp_path)  # the Trainer's TensorBoard copy is not a second run
+    assert any("repeat this log_history" in n for n in run.notes)
     assert run.format == "hf_trainer" and run.name == "output"
     loss = series(run, "loss")
     assert list(loss.steps) == [10, 20, 30] and math.isnan(loss.values[1])

@@ -9,6 +9,8 @@ over the whole run); it is not a point on any curve, so it goes to the notes.
 `output_dir/checkpoint-N/trainer_state.json` files are snapshots of the same
 history cut at step N: a folder with checkpoints is one run, read from its
 most advanced state file (its own `trainer_state.json` or the latest checkpoint).
+With `report_to="tensorboard"` the Trainer also writes the same log events to
+`output_dir/runs/<date>_<host>/`: those are not read again as a second run.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from . import Claim, ReadError, Source
 from .hparams import flatten
 
 STATE = "trainer_state.json"
+_TB_DIR = "runs"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 #: Keys of `log_history` entries that are not metrics.
 _NOT_METRICS = {"step", "total_flos"}
@@ -37,7 +40,15 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
         return None
     files = ([folder / STATE] if STATE in filenames else []) + [folder / d / STATE for d in checkpoints]
     owned = {STATE} if STATE in filenames else set()
-    return Claim(sources=[Source("hf_trainer", folder, files)], files=owned, prune=set(checkpoints))
+    prune = set(checkpoints)
+    if _TB_DIR in dirnames and _tensorboard_twin(folder / _TB_DIR):
+        prune.add(_TB_DIR)
+    return Claim(sources=[Source("hf_trainer", folder, files)], files=owned, prune=prune)
+
+
+def _tensorboard_twin(runs: Path) -> bool:
+    """`runs/<name>/events.out.tfevents.*`: the Trainer's TensorBoard copy of log_history."""
+    return next(runs.glob("*/events.out.tfevents.*"), None) is not None
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -74,6 +85,8 @@ def read(source: Source) -> list[Run]:
         raise ReadError(problems[0] if len(problems) == 1 else f"{source.path}: no readable {STATE} ({problems[0]})")
     path, state = max(states, key=lambda ps: _progress(ps[1]))
     notes = []
+    if (source.path / _TB_DIR).is_dir() and _tensorboard_twin(source.path / _TB_DIR):
+        notes.append(f"TensorBoard logs in {_TB_DIR}/ repeat this log_history; not read twice")
     if len(source.files) > 1:
         notes.append(f"{len(source.files)} trainer states (checkpoints); read the most advanced: {path.relative_to(source.path)}")
     scalars, summary = _history(state["log_history"])
