@@ -86,20 +86,30 @@ def map_params(slots: list[Slot], params: list[tuple[str, tuple[int, ...]]], sou
         pmap.names = {(s.optimizer, s.pid): p[0] for s, p in zip(slots, params)}
         pmap.exact = all(s.shape is not None for s in slots) or source == "model"
         return pmap
+    left, right = _subsequences(slots, params, from_end=False), _subsequences(slots, params, from_end=True)
+    pmap.names = left
+    # Same-shaped tensors (biases, norm weights) could swap places between groups; the names are
+    # certain only when matching from either end agrees and every slot's shape was known.
+    pmap.exact = left == right and len(left) == len(slots) and all(s.shape is not None for s in slots)
+    return pmap
+
+
+def _subsequences(slots: list[Slot], params: list[tuple[str, tuple[int, ...]]], from_end: bool) -> dict[tuple[int, int], str]:
+    """Each group, in order, matched greedily as a shape-consistent subsequence of the unused parameters."""
     remaining = list(params)
-    exact = True
+    names: dict[tuple[int, int], str] = {}
     groups: dict[tuple[int, int], list[Slot]] = {}
     for s in slots:
         groups.setdefault((s.optimizer, s.group), []).append(s)
     for group in groups.values():
+        order = list(reversed(group)) if from_end else group
+        pool = list(reversed(remaining)) if from_end else remaining
         j = 0
-        for s in group:
-            while j < len(remaining) and s.shape is not None and remaining[j][1] != s.shape:
+        for s in order:
+            while j < len(pool) and s.shape is not None and pool[j][1] != s.shape:
                 j += 1
-            if j >= len(remaining):
-                exact = False
+            if j >= len(pool):
                 break
-            exact = exact and s.shape is not None
-            pmap.names[(s.optimizer, s.pid)] = remaining.pop(j)[0]
-    pmap.exact = exact and len(pmap.names) == len(slots)
-    return pmap
+            names[(s.optimizer, s.pid)] = pool.pop(j)[0]
+        remaining = list(reversed(pool)) if from_end else pool
+    return names

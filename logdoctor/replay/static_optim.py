@@ -133,6 +133,7 @@ class DecayOnNormBias(Probe):
                     "weight_decay": wd,
                     "coupled_adam_l2": coupled,
                     "examples": flat[:8],
+                    "names_certain": pmap.exact,
                 },
             )
         ]
@@ -218,12 +219,13 @@ class NotInOptimizer(Probe):
         pmap = ctx.params()
         if not pmap.params:
             raise Skip("no parameter list (no model weights in the checkpoint and no --model)")
-        missing = pmap.unassigned() if len(pmap.params) > len(pmap.slots) else []
+        frozen = ctx.target.frozen if ctx.target is not None else set()
+        missing = [n for n in pmap.unassigned() if n not in frozen] if len(pmap.params) > len(pmap.slots) else []
         stateful = [s for s in pmap.slots if s.state]
         stateless = [pmap.name(s) for s in pmap.slots if not s.state] if stateful else []
         if not missing and not stateless:
             return []
-        exact = pmap.exact or pmap.source == "model"
+        exact = pmap.exact
         parts = []
         if missing:
             parts.append(f"{len(missing)} tensor(s) in no param group ({listed(missing, 3)})" if exact else f"{len(pmap.params) - len(pmap.slots)} tensor(s) in no param group")

@@ -1,0 +1,231 @@
+"""Static probes: each fires on a checkpoint with its fault and stays quiet on a healthy one."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from _replay_models import mlp, train  # noqa: E402
+
+from logdoctor.replay.catalogue import all_probes  # noqa: E402
+from logdoctor.replay.checkpoint import Checkpoint  # noqa: E402
+from logdoctor.replay.probe import ReplayContext  # noqa: E402
+
+
+def run(code: str, ckpt: Checkpoint, **thresholds):
+    return all_probes()[code](thresholds or None).run(ReplayContext(ckpt))
+
+
+def checkpoint(model, opt=None, sched=None, scaler=None, step=20, planned=None) -> Checkpoint:
+    """What load_checkpoint returns for a training dict (deep-copied: tests mutate it)."""
+    return Checkpoint(
+        "mem.pt",
+        "training_dict",
+        model=copy.deepcopy(model.state_dict()),
+        optimizers=[copy.deepcopy(opt.state_dict())] if opt else [],
+        schedulers=[copy.deepcopy(sched.state_dict())] if sched else [],
+        scaler=scaler,
+        step=step,
+        planned_steps=planned,
+    )
+
+
+def adamw(lr=1e-3, wd=0.0, groups=None, steps=20, model=None):
+    model = model or mlp()
+    opt = torch.optim.AdamW(groups(model) if groups else model.parameters(), lr=lr, weight_decay=wd)
+    train(model, opt, steps)
+    return model, opt
+
+
+def nanogpt_groups(model):
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    return [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+@pytest.fixture(scope="module")
+def healthy():
+    model, opt = adamw(lr=1e-4, groups=nanogpt_groups)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100)
+    for _ in range(20):
+        sched.step()
+    return checkpoint(model, opt, sched, scaler={"scale": 32768.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000, "_growth_tracker": 812}, planned=100)
+
+
+PROBE_CODES = [
+    "nan_weights", "optimizer_groups", "scheduler_exhausted", "scaler_collapse", "not_in_optimizer",
+    "decay_on_norm_bias", "adam_eps_underflow", "update_ratio_low", "update_ratio_high",
+    "bn_stats_degenerate", "weight_norm_outlier",
+]
+
+
+@pytest.mark.parametrize("code", PROBE_CODES)
+def test_healthy_checkpoint_is_clear(healthy, code):
+    outcome = run(code, healthy)
+    assert outcome.status == "clear", [f.title for f in outcome.findings]
+
+
+def test_nan_weights_names_weights_and_moments(healthy):
+    ckpt = copy.deepcopy(healthy)
+    ckpt.model["2.weight"][0, 0] = float("nan")
+    ckpt.optimizers[0]["state"][0]["exp_avg_sq"][3, 0] = float("inf")
+    outcome = run("nan_weights", ckpt)
+    assert outcome.status == "fired"
+    ev = outcome.findings[0].evidence
+    assert "2.weight" in ev["tensors"] and "0.weight[exp_avg_sq]" in ev["tensors"]
+    assert ev["nan_values"] == 1 and ev["inf_values"] == 1
+    assert outcome.findings[0].severity == "critical"
+
+
+def test_optimizer_groups_reports_actual_lr_per_group():
+    model = mlp()
+    opt = torch.optim.SGD([{"params": model[0].parameters(), "lr": 0.0}, {"params": model[2:].parameters()}], lr=0.05, momentum=0.9)
+    train(model, opt, 3)
+    outcome = run("optimizer_groups", checkpoint(model, opt))
+    assert outcome.status == "fired" and "group0" in outcome.findings[0].title
+    groups = outcome.findings[0].evidence["groups"]
+    assert [g["lr"] for g in groups] == [0.0, 0.05] and groups[1]["optimizer"] == "SGD"
+
+
+def test_decay_on_norm_bias_names_biases_and_norm_weights():
+    model, opt = adamw(wd=0.1)
+    outcome = run("decay_on_norm_bias", checkpoint(model, opt))
+    assert outcome.status == "fired"
+    names = outcome.findings[0].evidence["examples"]
+    assert {"0.bias", "3.weight", "3.bias", "5.bias"} <= set(names) and "0.weight" not in names
+    assert outcome.findings[0].evidence["names_certain"] is True
+
+
+def test_decay_mapping_follows_groups_not_model_order():
+    """Decay group first, then the rest: counts are exact, names among same-shaped tensors are flagged uncertain."""
+    model = mlp()
+
+    def groups(m):
+        decay = [p for n, p in m.named_parameters() if p.dim() >= 2 or n == "3.weight"]
+        rest = [p for n, p in m.named_parameters() if p.dim() < 2 and n != "3.weight"]
+        return [{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}]
+
+    model, opt = adamw(wd=0.1, groups=groups, model=model)
+    ev = run("decay_on_norm_bias", checkpoint(model, opt)).findings[0].evidence
+    assert ev["decayed_1d_tensors"] == 1 and ev["decayed_tensors"] == 4
+    assert ev["names_certain"] is False
+
+
+def test_adam_eps_underflow_in_fp16_state(healthy):
+    ckpt = copy.deepcopy(healthy)
+    for st in ckpt.optimizers[0]["state"].values():
+        st["exp_avg_sq"] = st["exp_avg_sq"].half()
+    outcome = run("adam_eps_underflow", ckpt)
+    assert outcome.status == "fired"
+    ev = outcome.findings[0].evidence
+    assert ev["state_dtype"] == "float16" and ev["eps_in_dtype"] == 0.0
+    for g in ckpt.optimizers[0]["param_groups"]:
+        g["eps"] = 1e-6
+    assert run("adam_eps_underflow", ckpt).status == "clear"
+
+
+def test_not_in_optimizer_names_the_missing_head():
+    model = mlp()
+    opt = torch.optim.AdamW(model[:5].parameters(), lr=1e-3)
+    train(model, opt, 3)
+    outcome = run("not_in_optimizer", checkpoint(model, opt))
+    assert outcome.status == "fired"
+    assert outcome.findings[0].evidence["not_in_any_group"] == ["5.weight", "5.bias"]
+
+
+def test_not_in_optimizer_flags_params_never_stepped():
+    model = mlp()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for p in model[0].parameters():
+        p.requires_grad_(False)
+    train(model, opt, 3)
+    outcome = run("not_in_optimizer", checkpoint(model, opt))
+    assert outcome.findings[0].evidence["never_stepped"] == ["0.weight", "0.bias"]
+
+
+def test_scheduler_stepped_past_its_total():
+    model, opt = adamw(steps=1)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10)
+    for _ in range(40):
+        sched.step()
+    outcome = run("scheduler_exhausted", checkpoint(model, opt, sched, step=40))
+    assert outcome.status == "fired"
+    assert outcome.findings[0].evidence["last_epoch"] == 40 and outcome.findings[0].evidence["planned_total"] == 10
+
+
+def test_scheduler_at_floor_with_most_of_the_run_left():
+    """HF-style: a LambdaLR (no total in its state) decayed to ~0 at step 50 of a 1,000-step run."""
+    model, opt = adamw(steps=1)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / 50))
+    for _ in range(50):
+        sched.step()
+    fired = run("scheduler_exhausted", checkpoint(model, opt, sched, step=50, planned=1000))
+    assert fired.status == "fired" and fired.findings[0].evidence["planned_steps"] == 1000
+    at_end = run("scheduler_exhausted", checkpoint(model, opt, sched, step=50, planned=52))
+    assert at_end.status == "clear"
+    unknown = run("scheduler_exhausted", checkpoint(model, opt, sched, step=50, planned=None))
+    assert unknown.status == "skipped"
+
+
+@pytest.mark.parametrize(
+    "scale,tracker,status,severity",
+    [(0.5, 0, "fired", "critical"), (128.0, 0, "fired", "warning"), (128.0, 1500, "clear", None), (2048.0, 0, "clear", None)],
+)
+def test_scaler_collapse(healthy, scale, tracker, status, severity):
+    ckpt = copy.deepcopy(healthy)
+    ckpt.scaler = {**ckpt.scaler, "scale": torch.tensor(scale), "_growth_tracker": tracker}
+    outcome = run("scaler_collapse", ckpt)
+    assert outcome.status == status
+    if severity:
+        assert outcome.findings[0].severity == severity
+
+
+def test_update_ratio_low_and_high_from_adam_moments():
+    low = checkpoint(*adamw(lr=1e-7))
+    high = checkpoint(*adamw(lr=0.5))
+    assert run("update_ratio_low", low).status == "fired"
+    assert run("update_ratio_high", low).status == "clear"
+    assert run("update_ratio_high", high).status == "fired"
+    assert run("update_ratio_low", high).status == "clear"
+    ev = run("update_ratio_low", low).findings[0].evidence
+    assert ev["method"] == "estimated from optimizer moments" and ev["median_ratio"] < 1e-4
+
+
+def test_update_ratio_needs_optimizer_state():
+    assert run("update_ratio_low", checkpoint(mlp())).status == "skipped"
+
+
+def test_batchnorm_never_updated_and_collapsed_channels(healthy):
+    untouched = copy.deepcopy(healthy)
+    untouched.model["3.running_mean"].zero_()
+    untouched.model["3.running_var"].fill_(1.0)
+    untouched.model["3.num_batches_tracked"].zero_()
+    outcome = run("bn_stats_degenerate", untouched)
+    assert outcome.status == "fired" and "never updated" in outcome.findings[0].title
+    collapsed = copy.deepcopy(healthy)
+    collapsed.model["3.running_var"][:32] = 1e-9
+    outcome = run("bn_stats_degenerate", collapsed)
+    assert outcome.status == "fired" and "50%" in outcome.findings[0].title
+
+
+def test_weight_norm_outlier(healthy):
+    ckpt = copy.deepcopy(healthy)
+    ckpt.model["2.weight"] *= 1000
+    outcome = run("weight_norm_outlier", ckpt)
+    assert outcome.status == "fired" and outcome.findings[0].metric == "2.weight"
+    zero = copy.deepcopy(healthy)
+    zero.model["5.weight"].zero_()
+    assert run("weight_norm_outlier", zero).findings[0].metric == "5.weight"
+
+
+def test_thresholds_are_configurable(healthy):
+    assert run("update_ratio_low", healthy, limit=1.0).status == "fired"
+
+
+def test_probe_documentation_is_complete():
+    for code, cls in all_probes().items():
+        doc = cls.doc()
+        assert doc.get("Summary") and doc.get("Symptom") and doc.get("Fix"), code
+        assert len([line for line in doc.get("Root causes", "").splitlines() if line.strip().startswith("- ")]) >= 2, code
