@@ -204,15 +204,16 @@ def test_wandb_old_local_folder(tmp_path):
 def test_wandb_ui_export_several_runs_blanks_and_bands(tmp_path):
     path = tmp_path / "wandb_export_2024.csv"
     path.write_text(
-        '"Step","run-a - train/loss","run-a - train/loss__MIN","run-a - train/loss__MAX","run b - train/loss","run b - train/loss__MIN","run b - train/loss__MAX"\n'
-        '"0","2.0","1.9","2.1","3.0","3.0","3.0"\n'
-        '"1","1.5","1.4","1.6","2.5","2.5","2.5"\n'
-        '"2","1.2","1.1","1.3","",""," "\n'
+        '"Step","run-a - train/loss","run-a - train/loss__MIN","run-a - train/loss__MAX","run b - train/loss","run b - train/loss__MIN","run b - train/loss__MAX","sweep - lr 0.1 - train/loss"\n'
+        '"0","2.0","1.9","2.1","3.0","3.0","3.0","4"\n'
+        '"1","1.5","1.4","1.6","2.5","2.5","2.5","3"\n'
+        '"2","1.2","1.1","1.3","",""," ","2"\n'
     )
     runs, errors = load_runs(tmp_path)
     assert errors == []
     by_name = {r.name: r for r in runs}
-    assert set(by_name) == {"wandb_export_2024.csv/run-a", "wandb_export_2024.csv/run b"}
+    assert set(by_name) == {"wandb_export_2024.csv/run-a", "wandb_export_2024.csv/run b", "wandb_export_2024.csv/sweep - lr 0.1"}
+    assert by_name["wandb_export_2024.csv/sweep - lr 0.1"].metrics == ["train/loss"]
     assert all(r.format == "wandb_csv" for r in runs)
     a, b = by_name["wandb_export_2024.csv/run-a"], by_name["wandb_export_2024.csv/run b"]
     assert a.metrics == ["train/loss"] and list(series(a, "train/loss").values) == [2.0, 1.5, 1.2]

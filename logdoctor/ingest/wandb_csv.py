@@ -22,8 +22,8 @@ from . import Claim, ReadError, Source
 from .csv_table import header, numeric_columns, read_table, wide_to_tidy
 from .wandb_history import INTERNAL_PREFIX, first_json_object, frame_from_rows, read_jsonl
 
-#: `<run> - <metric>` with an optional band suffix.
-_UI_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<band>__MIN|__MAX)?$")
+#: `<run> - <metric>` with an optional band suffix; run names may contain " - " themselves, metric names hardly ever.
+_UI_COLUMN = re.compile(r"^(?P<run>.+) - (?P<metric>.+?)(?P<band>__MIN|__MAX)?$")
 _HISTORY_KEYS = {"_step", "_runtime", "_timestamp"}
 _RUNS_TABLE_KEYS = {"State", "Runtime", "Created", "Sweep", "User", "Tags", "ID"}
 
