@@ -256,9 +256,12 @@ def audit(
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
     fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a run is at or above this status."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only problems: skip healthy runs and progress."),
-    no_plots: bool = typer.Option(False, "--no-plots", help="Markdown/HTML without plots."),
 ) -> None:
-    """Triage a sweep: diagnose every run in parallel, summarise, link failures to hyperparameters."""
+    """Triage a sweep: diagnose every run in parallel, summarise, link failures to hyperparameters.
+
+    Reports carry no plots (workers send back findings, not curves); `logdoctor
+    analyze RUN` draws them for a run of interest.
+    """
     from .audit import audit as run_audit
     from .audit.executor import SchedulerError
     from .audit.render import print_terminal, sections
@@ -282,7 +285,7 @@ def audit(
         else:
             print_terminal(_console(), report, quiet)
     else:
-        _emit(report.diagnosis(), fmt, output, quiet, no_plots, extra={"audit": report.to_json()}, sections=sections(report, quiet))
+        _emit(report.diagnosis(), fmt, output, quiet, True, extra={"audit": report.to_json()}, sections=sections(report, quiet))
     raise typer.Exit(exit_code([r.status for r in report.results], fail_on))
 
 

@@ -182,7 +182,7 @@ def test_cli_json_contract_and_fail_on(sweep: Path):
 @pytest.mark.parametrize("fmt", ["terminal", "md", "html"])
 def test_cli_human_formats_show_summary_and_link(sweep: Path, tmp_path: Path, fmt: str):
     out = tmp_path / f"report.{fmt}"
-    result = CliRunner().invoke(app, ["audit", str(sweep), "-f", fmt, "-o", str(out), "--no-plots", "-j", "1", "-q"])
+    result = CliRunner().invoke(app, ["audit", str(sweep), "-f", fmt, "-o", str(out), "-j", "1", "-q"])
     assert result.exit_code == 0, result.output
     text = out.read_text()
     for needle in ("Hyperparameter links", "diverge in 8/8 runs with lr", "Best healthy run", "lr0.03_s3"):
