@@ -542,3 +542,24 @@ def test_damaged_text_logs_never_hit_the_reader_bug_fallback(name, tmp_path):
         (folder / name).write_bytes(bytes(data))
         _, errors = load_runs(folder)
         assert not any("could not read" in e for e in errors), (bytes(data), errors)
+
+
+def test_config_files_with_python_tags_and_wandb_wrappers(tmp_path):
+    from logdoctor.ingest.hparams import load_config_file, parse_scalar
+
+    path = tmp_path / "hparams.yaml"
+    path.write_text(
+        "args: !!python/object:argparse.Namespace\n  lr: 0.01\n  layers: 4\n"
+        "dtype: !!python/object/apply:torch.float32 []\nopt: !!python/name:torch.optim.Adam ''\n"
+        "betas: !!python/tuple\n- 0.9\n- 0.99\n"
+        "wandb_version: 1\n_wandb:\n  value: {cli_version: 0.16.0}\nbatch:\n  desc: null\n  value: 32\n"
+    )
+    warnings: list[str] = []
+    assert load_config_file(path, warnings) == {
+        "args.lr": 0.01, "args.layers": 4, "dtype": "torch.float32", "opt": "torch.optim.Adam",
+        "betas": "[0.9,0.99]", "batch": 32,
+    }
+    assert warnings == []
+    (tmp_path / "bad.yaml").write_text("a: [unclosed\n")
+    assert load_config_file(tmp_path / "bad.yaml", warnings) == {} and "bad.yaml" in warnings[0]
+    assert [parse_scalar(t) for t in ("3", "0.5", "True", "adam", " 1e-3\n")] == [3, 0.5, True, "adam", 0.001]

@@ -23,11 +23,13 @@ class _Loader(yaml.SafeLoader):
 
 
 def _unknown(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    """Mappings and sequences keep their data; an empty one (`!!python/name:torch.optim.Adam ''`) its tag's name."""
     if isinstance(node, yaml.MappingNode):
         return loader.construct_mapping(node, deep=True)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)
+    value = loader.construct_sequence(node, deep=True) if isinstance(node, yaml.SequenceNode) else loader.construct_scalar(node)
+    if value in ("", []):
+        return suffix.rsplit(":", 1)[-1]
+    return value
 
 
 _Loader.add_multi_constructor("", _unknown)
