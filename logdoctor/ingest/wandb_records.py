@@ -50,16 +50,6 @@ class ScanStats:
     truncated: bool = False
 
 
-def is_wandb_file(path: Path) -> bool:
-    """True if the file starts with W&B's record-file header."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(CHUNK_HEADER)
-    except OSError:
-        return False
-    return len(head) == CHUNK_HEADER and head[:4] == FILE_IDENT
-
-
 def scan_records(path: Path, stats: ScanStats) -> Iterator[bytes]:
     """Yield each record's payload bytes, reassembling FIRST/MIDDLE/LAST chunks."""
     with open(path, "rb") as fh:
