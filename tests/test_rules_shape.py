@@ -109,6 +109,13 @@ def test_real_runs_at_chance_before_learning_are_not_flat_or_crawl(run_id):
 
 
 @needs_shared
+def test_real_loss_that_drops_to_the_class_prior_and_sits_there_is_flat():
+    # 3 classes: 1.59 at epoch 1, ~1.07 (about ln 3) from epoch 3 to epoch 128
+    got = fired(diagnose(read(EXT / "ext-18a8e828")))
+    assert "flat" in got and "crawl" not in got
+
+
+@needs_shared
 @pytest.mark.parametrize("run_id", ["ext-9bb6e75c", "ext-b4f8b519"])
 def test_real_ten_epoch_runs_that_never_move_are_flat(run_id):
     assert "flat" in fired(diagnose(read(EXT / run_id)))

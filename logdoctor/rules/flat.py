@@ -15,7 +15,9 @@ class Flat(Rule):
 
     Symptom:
         Over the whole run the smoothed loss never gets more than a few
-        percent below the level it started at, nor ends far from it, and it
+        percent below its initial level (the median of the opening tenth,
+        after at most a small early transient such as a quick fall to the
+        class prior), nor ends far from it, and it
         shows no steady decline (a small drop with a strong Mann-Kendall
         trend is `crawl`). An exactly constant loss is the strongest form. A
         run that sits at chance for a while and then learns is not flat.
@@ -43,13 +45,19 @@ class Flat(Rule):
     severity = "critical"
     defaults = {
         "min_points": 4,
+        # the initial level is the median of this opening share of the run...
+        "opening": 0.1,
+        # ...and the loss may fall at most this share of its very first level to get there
+        "max_opening_drop": 0.25,
         # the smoothed loss never gets further below its start than this fraction of it
         "max_relative_drop": 0.03,
         # a drop this small is still `crawl` when the decline is steady (Kendall's tau at most
-        # trend_tau, p below trend_p) and not negligible: keep equal to crawl's thresholds
+        # trend_tau, p below trend_p), not negligible and still going in the last third:
+        # keep equal to crawl's max_tau, trend_p, min_relative_drop, min_late_slope_ratio
         "trend_tau": -0.3,
         "trend_p": 0.001,
         "negligible_drop": 0.005,
+        "late_slope_ratio": 0.5,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -57,15 +65,23 @@ class Flat(Rule):
         c = curves.curve(series)
         if c is None or len(c) < self.params["min_points"]:
             return []
-        scale = max(abs(c.start), c.y_noise, 1e-12)
-        drop_best = (c.start - c.best) / scale
-        drop_end = (c.start - c.end) / scale
+        # the level it settles at over the opening stretch; an early transient (a bump, or a
+        # quick fall to the class prior) may precede it, but only a small one
+        initial = curves.level(c.y, "start", self.params["opening"], min_points=1)
+        if (c.start - initial) / max(abs(c.start), 1e-12) > self.params["max_opening_drop"]:
+            return []
+        scale = max(abs(initial), c.y_noise, 1e-12)
+        drop_best = (initial - c.best) / scale
+        drop_end = (initial - c.end) / scale
         max_drop = self.params["max_relative_drop"]
         if drop_best >= max_drop or abs(drop_end) >= max_drop:
             return []
         t = curves.trend(c.steps, c.y)
         if t.p_value < self.params["trend_p"] and t.tau <= self.params["trend_tau"] and drop_end >= self.params["negligible_drop"]:
-            return []  # small but steady and unmistakable: `crawl`
+            third = len(c) - len(c) // 3
+            late = curves.trend(c.steps[third:], c.y[third:])
+            if t.slope < 0 and late.slope / t.slope >= self.params["late_slope_ratio"]:
+                return []  # small but steady, unmistakable and still going: `crawl`
         spread = float(np.max(c.hi) - np.min(c.lo))
         constant = spread <= max(c.quantum, 1e-12 * max(1.0, abs(c.start)))
         # how far inside the threshold it sits, and how much data backs it
@@ -76,11 +92,12 @@ class Flat(Rule):
         return [
             self.finding(
                 series,
-                title=f"{series.name} {what} ({c.start:.4g} at the start, {c.end:.4g} at the end)",
+                title=f"{series.name} {what} ({initial:.4g} over the opening {self.params['opening']:.0%}, {c.end:.4g} at the end)",
                 steps=(c.first_step, c.last_step),
                 confidence=confidence,
                 evidence={
                     "loss_start": c.start,
+                    "loss_initial_level": initial,
                     "loss_end": c.end,
                     "loss_best": c.best,
                     "relative_drop": drop_end,
