@@ -199,3 +199,14 @@ def test_cli_input_errors_are_one_line(tmp_path: Path, monkeypatch):
     (tmp_path / "x").mkdir()
     no_dask = runner.invoke(app, ["audit", str(tmp_path / "x"), "--scheduler", "tcp://127.0.0.1:8786"])
     assert no_dask.exit_code == 2 and "pip install 'logdoctor[dask]'" in no_dask.stderr
+
+
+def test_unwritable_sweep_folder_caches_in_the_user_cache(sweep: Path, tmp_path: Path, monkeypatch):
+    from logdoctor.audit import sweep as sweep_module
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(sweep_module.os, "access", lambda path, mode: False)
+    folder = sweep_module.default_cache_dir(sweep)
+    assert folder.is_relative_to(tmp_path / "xdg" / "logdoctor" / "audit")
+    audit(sweep, jobs=1)
+    assert len(list(folder.rglob("*.json"))) == 16

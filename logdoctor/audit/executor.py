@@ -77,12 +77,14 @@ def run_dask(tasks: Sequence[Task], config, scheduler: str, on_done: Done) -> No
         client.close()
 
 
-def execute(tasks: Sequence[Task], config, on_done: Done, jobs: int = 1, scheduler: str | None = None) -> None:
+def execute(tasks: Sequence[Task], config, on_done: Done, jobs: int = 1, scheduler: str | None = None) -> str:
+    """Run every task; returns how, in words ("2 processes", "this process", "Dask at tcp://...")."""
     if scheduler:  # connect even with nothing to do: a wrong address is reported either way
         run_dask(tasks, config, scheduler, on_done)
-    elif not tasks:
-        return
-    elif jobs <= 1 or len(tasks) == 1 or sum(t.size for t in tasks) < POOL_MIN_BYTES:
+        return f"Dask at {scheduler}"
+    if jobs <= 1 or len(tasks) <= 1 or sum(t.size for t in tasks) < POOL_MIN_BYTES:
         run_serial(tasks, config, on_done)
-    else:
-        run_processes(tasks, config, min(jobs, len(tasks)), on_done)
+        return "this process"
+    workers = min(jobs, len(tasks))
+    run_processes(tasks, config, workers, on_done)
+    return f"{workers} processes"

@@ -40,8 +40,8 @@ def summary_section(report: AuditReport) -> str:
         lines.append("**Best healthy run:** none (no healthy run logs a finite loss)")
     st = report.stats
     if st:
-        how = f"Dask scheduler {st['scheduler']}" if st.get("scheduler") else f"{st.get('jobs')} job(s)"
-        lines += ["", f"Audited in {st.get('seconds', 0):.1f} s with {how}: {st.get('read', 0)} read, {st.get('cached', 0)} from cache."]
+        how = st.get("executor") or "this process"
+        lines += ["", f"Audited in {st.get('seconds', 0):.1f} s ({how}): {st.get('read', 0)} read, {st.get('cached', 0)} from cache."]
     return "\n".join(lines)
 
 

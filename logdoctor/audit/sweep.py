@@ -1,6 +1,7 @@
 """Orchestration of one audit: plan, cache, execute, summarise."""
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Callable
@@ -19,11 +20,23 @@ CACHE_FOLDER = ".logdoctor-cache"
 
 
 def default_cache_dir(path: str | os.PathLike) -> Path:
-    """`.logdoctor-cache/` under the audited folder (beside a file; in the working folder for URLs)."""
+    """`.logdoctor-cache/` under the audited folder (beside a file; in the working folder for URLs).
+
+    Where that folder cannot be written (a read-only share), the user cache
+    folder is used instead, one subfolder per audited path.
+    """
     if is_url(path):
         return Path.cwd() / CACHE_FOLDER
     p = Path(path)
-    return (p if p.is_dir() else p.parent) / CACHE_FOLDER
+    folder = (p if p.is_dir() else p.parent) / CACHE_FOLDER
+    try:
+        folder.mkdir(exist_ok=True)
+        if os.access(folder, os.W_OK):
+            return folder
+    except OSError:
+        pass
+    key = hashlib.sha1(str(p.resolve()).encode()).hexdigest()[:16]
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "logdoctor" / "audit" / key
 
 
 def _plan(path: str | os.PathLike, absolute: bool) -> list[Task]:
@@ -81,7 +94,7 @@ def audit(
         if progress:
             progress(len(outputs), len(tasks))
 
-    execute(todo, config, done, jobs=jobs, scheduler=scheduler)
+    how = execute(todo, config, done, jobs=jobs, scheduler=scheduler)
     results = [r for task in tasks for r in outputs[id(task)].results]
     errors = [e for task in tasks for e in outputs[id(task)].errors]
     links = find_links(results)
@@ -91,6 +104,7 @@ def audit(
         "read": len(todo),
         "jobs": None if scheduler else jobs,
         "scheduler": scheduler,
+        "executor": how,
         "seconds": round(time.perf_counter() - started, 3),
     }
     return AuditReport(root=str(path), results=results, errors=errors, links=links, rank_by=rank_by, stats=stats)
