@@ -53,6 +53,8 @@ _REWARD = {"reward", "rewards", "return", "returns", "rew", "episodereward", "ep
 #: Optimizer settings logged beside the LR (`lr-AdamW-momentum`, `beta1`): not learning rates.
 _NOT_LR = {"momentum", "beta", "beta1", "beta2", "betas", "wd", "decay", "weight", "eps"}
 HIGHER_IS_BETTER = frozenset({"train_acc", "val_acc", "reward"})
+#: Spread statistics of a quantity (`Eval_StdReturn`, `loss_std`) are not the quantity's curve.
+_SPREAD = {"std", "stddev", "var", "variance"}
 _QUANTITY = _ACC | _REWARD | {"lr", "learning", "rate", "grad", "grads", "gradient", "norm", "scale", "scaler", "amp"}
 _EXTRA_LOSS_PARTS = {"step", "epoch", "epochs", "mean", "avg", "average", "total", "overall", "batch", "running"}
 
@@ -100,7 +102,7 @@ def _is_scale(toks: list[str]) -> bool:
 def classify(name: str) -> str | None:
     """The role a single metric name suggests by itself, or None."""
     toks = tokens(name)
-    if not toks:
+    if not toks or _SPREAD & set(toks):
         return None
     if _is_scale(toks):
         return "loss_scale"
@@ -144,8 +146,9 @@ def _preference(name: str, counts: dict[str, int]) -> tuple:
     extra = [t for t in toks if t not in _VAL | _TEST | _TRAIN | _EXTRA_LOSS_PARTS | _QUANTITY and "loss" not in t]
     total = any(t in ("total", "overall") for t in toks)
     epoch_level = "epoch" in toks
-    test = _split(toks) == "test"
-    return (test, not total, _acc_tier(toks), len(extra), epoch_level, -counts.get(name, 0), len(name), name)
+    split = _split(toks)
+    # a role both splits can fill (reward, epoch): the training curve first, test last
+    return (split == "test", split == "val", not total, _acc_tier(toks), len(extra), epoch_level, -counts.get(name, 0), len(name), name)
 
 
 def _matches(pattern: str, name: str) -> bool:

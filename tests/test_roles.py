@@ -33,7 +33,7 @@ from logdoctor.roles import assign_roles, classify, higher_is_better, primary, t
         ("test_accuracy", "val_acc"), ("top1", "train_acc"),
         # reward-like
         ("episodic_reward", "reward"), ("Eval_AverageReturn", "reward"), ("rollout/ep_rew_mean", "reward"),
-        ("episode_return", "reward"),
+        ("episode_return", "reward"), ("Eval_StdReturn", None), ("loss_std", None), ("Eval_AverageEpLen", None),
         ("epoch", "epoch"), ("train/epoch", "epoch"),
         # bookkeeping
         ("eval_runtime", None), ("num_tokens", None), ("eval_samples_per_second", None), ("global_step", None),
@@ -87,3 +87,9 @@ def test_overrides_pin_names_and_regexes():
 def test_direction_of_roles():
     assert higher_is_better("val_acc") and higher_is_better("reward") and higher_is_better("train_acc")
     assert not higher_is_better("train_loss") and not higher_is_better("lr")
+
+
+def test_reward_primary_is_the_training_average():
+    found = assign_roles(["Eval_AverageReturn", "Eval_MaxReturn", "Train_BestReturn", "Train_AverageReturn", "Eval_StdReturn"])
+    assert found["reward"][0] == "Train_AverageReturn"
+    assert "Eval_StdReturn" not in found["reward"]
