@@ -22,6 +22,7 @@ every record: tests compare the two on every file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -436,5 +437,7 @@ def read_event_file(path: Path, fast: bool = True, prefix: str = "") -> EventSca
                 _extract([(batch.first + i, buf[offs[i] : offs[i] + lens[i]].tobytes()) for i in left.tolist()], col)
             col.flush()
     else:
-        _extract(list(enumerate(tfrecord.iter_records(path, damage))), col)
+        records = enumerate(tfrecord.iter_records(path, damage))
+        while block := list(islice(records, 65536)):
+            _extract(block, col)
     return col.finish(damage, prefix)
