@@ -20,7 +20,7 @@ from logdoctor.diagnose import diagnose_run
 from logdoctor.ingest import load_runs
 from logdoctor.model import Finding, Run, tidy
 
-SHAPE = ("flat", "crawl", "oscillate", "diverge", "spike", "epoch_jumps")
+SHAPE = ("flat", "crawl", "oscillate", "diverge", "spike", "epoch_jumps", "init_loss")
 ROOT = Path(__file__).parents[1]
 SAMPLES = ROOT / "sample_runs"
 SHARED = Path(__file__).parents[2] / "shared"
@@ -276,3 +276,19 @@ def test_every_shape_rule_has_documented_thresholds_and_sections():
             assert doc.get(section), f"{code}: missing {section}"
         assert cls.defaults, code
         cls({k: v for k, v in cls.defaults.items()})  # every default is a valid override key
+
+
+def test_init_loss_far_above_log_k_warns_and_near_or_below_does_not():
+    x = np.arange(500)
+
+    def run_with(start: float, config: dict) -> Run:
+        run = synthetic({"train/loss": (x, start * np.exp(-x / 100) + 0.05 + 0.001 * RNG.standard_normal(500))})
+        run.config = config
+        return run
+
+    got = fired(diagnose(run_with(41.7, {"num_classes": 10})))
+    assert got["init_loss"].evidence["ratio_to_ln_k"] > 15
+    assert "init_loss" not in {f.code for f in diagnose(run_with(2.3, {"num_classes": 10}))}
+    below = [f for f in diagnose(run_with(0.4, {"model.num_labels": 10})) if f.code == "init_loss"]
+    assert below and below[0].severity == "info"  # pretrained models start low: a remark only
+    assert "init_loss" not in {f.code for f in diagnose(run_with(41.7, {}))}  # K unknown: silent
