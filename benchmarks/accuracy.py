@@ -153,6 +153,8 @@ def print_report(name: str, m: dict, seconds: float) -> None:
     print(f"top-1 accuracy (faulty): {fmt(m['top1'])}    false-alarm rate (healthy): {fmt(m['false_alarm'])}")
     if m["missing"]:
         print(f"labelled but not found on disk: {', '.join(m['missing'])}")
+    if m.get("unlabelled"):
+        print(f"found on disk but not labelled (not scored): {', '.join(m['unlabelled'])}")
     print(f"\n{'code':<22}{'labelled':>9}{'fired':>7}{'tp':>5}{'precision':>11}{'recall':>8}")
     for code, c in m["per_code"].items():
         print(f"{code:<22}{c['labelled']:>9}{c['fired']:>7}{c['tp']:>5}{fmt(c['precision']):>11}{fmt(c['recall']):>8}")
@@ -221,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         diagnosis = analyze(folder)
         m = metrics(score(diagnosis, labels))
+        m["unlabelled"] = sorted({run_id_of(rd) for rd in diagnosis.runs} - set(labels))
         print_report(str(folder), m, time.perf_counter() - start)
         results[str(folder)] = m
         if (m["top1"] is not None and m["top1"] < args.min_top1) or (
