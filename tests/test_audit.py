@@ -210,3 +210,25 @@ def test_unwritable_sweep_folder_caches_in_the_user_cache(sweep: Path, tmp_path:
     assert folder.is_relative_to(tmp_path / "xdg" / "logdoctor" / "audit")
     audit(sweep, jobs=1)
     assert len(list(folder.rglob("*.json"))) == 16
+
+
+def test_fsspec_url_planning(sweep: Path, tmp_path: Path):
+    """A URL is listed once: one task per top-level folder, loose top files as one more, a run root as one."""
+    fsspec = pytest.importorskip("fsspec")
+    from logdoctor.audit.tasks import plan_remote
+
+    fs = fsspec.filesystem("memory")
+    for f in sweep.rglob("*"):
+        if f.is_file():
+            fs.pipe(f"/plan/sweep/{f.relative_to(sweep).as_posix()}", f.read_bytes())
+    fs.pipe("/plan/sweep/loose.csv", b"step,loss\n1,2.0\n2,1.5\n3,1.2\n")
+    fs.pipe("/plan/sweep/.hidden/x.csv", b"step,loss\n1,2\n")
+    tasks = plan_remote("memory://plan/sweep")
+    assert len(tasks) == 17 and sum(t.flat for t in tasks) == 1
+    report = audit("memory://plan/sweep", jobs=1, use_cache=False)
+    assert len(report.results) == 17 and report.errors == []
+    assert "memory://plan/sweep/loose.csv" in {r.path for r in report.results}
+    # a URL that is itself one run (its anchor file at the top) is one task
+    run = "memory://plan/sweep/lr0.03_s0/version_0"
+    assert len(plan_remote(run)) == 1
+    assert [r.run for r in audit(run, jobs=1, use_cache=False).results] == ["."]

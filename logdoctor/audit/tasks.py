@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ class Task:
     source: Source | None = None
     #: URL of a remote unit (a folder or file under `root`), or None.
     unit: str | None = None
+    #: Only the files directly in `unit`, not its subfolders (loose files at the top of a URL).
+    flat: bool = False
     #: Hash of the files' paths, sizes and modification times.
     fingerprint: str = ""
     #: Bytes to read (lets the executor skip a process pool for small audits).
@@ -37,7 +40,7 @@ class Task:
         """Stable identity of the task across audits (what the cache is indexed by)."""
         if self.source is not None:
             return f"{self.source.format}:{Path(self.source.path).resolve()}"
-        return f"url:{self.unit}"
+        return f"url:{self.unit}{' (top-level files)' if self.flat else ''}"
 
     @property
     def label(self) -> str:
@@ -93,9 +96,22 @@ def _remote_version(info: dict[str, Any]) -> tuple:
     return (info.get("size"), str(stamp))
 
 
+#: Files that make the folder holding them one run (together with its subfolders:
+#: checkpoint-*/ trainer states, train/ + validation/ event files, W&B's files/).
+_RUN_ANCHORS = re.compile(
+    r"(events\.out\.tfevents\..*|trainer_state\.json|metrics\.csv|hparams\.yaml|args\.yaml|.*\.wandb"
+    r"|wandb-summary\.json|wandb-history\.jsonl|config\.yaml|meta\.yaml)"
+)
+
+
 def plan_remote(url: str) -> list[Task]:
-    """Tasks for an fsspec URL: the root itself when it holds files (it is a run),
-    else one task per top-level folder (each a run or a group of runs)."""
+    """Tasks for an fsspec URL, from one listing of the tree.
+
+    The root is one task when a file at its top marks it as a run (an event
+    file, a trainer_state.json...). Otherwise each top-level folder is a task
+    (a run or a group of runs, read and discovered by its worker) and any
+    loose top-level files (per-run CSVs) are one more task.
+    """
     import fsspec
 
     fs, root = fsspec.core.url_to_fs(url)
@@ -104,9 +120,8 @@ def plan_remote(url: str) -> list[Task]:
     if fs.isfile(root):
         info = fs.info(root)
         return [Task(root=url, unit=url, fingerprint=_digest([root, _remote_version(info)]), size=info.get("size") or 0)]
-    files = fs.find(root, detail=True)
     groups: dict[str, list] = {}
-    for name, info in sorted(files.items()):
+    for name, info in sorted(fs.find(root, detail=True).items()):
         rel = name[len(root):].lstrip("/") if name.startswith(root) else name
         parts = rel.split("/")
         if any(p.startswith(".") for p in parts):
@@ -114,11 +129,12 @@ def plan_remote(url: str) -> list[Task]:
         head = "" if len(parts) == 1 else parts[0]
         groups.setdefault(head, []).append((rel, _remote_version(info)))
     size = lambda entries: sum(e[1][0] or 0 for e in entries)  # noqa: E731
-    if "" in groups:  # files at the top: the root is one run (possibly spanning subfolders)
+    if any(_RUN_ANCHORS.fullmatch(rel) for rel, _ in groups.get("", [])):
         everything = sorted(e for entries in groups.values() for e in entries)
         return [Task(root=url, unit=url, fingerprint=_digest(everything), size=size(everything))]
     return [
-        Task(root=url, unit=f"{protocol}://{root}/{head}", fingerprint=_digest(entries), size=size(entries))
+        Task(root=url, unit=url if not head else f"{protocol}://{root}/{head}", flat=not head,
+             fingerprint=_digest(entries), size=size(entries))
         for head, entries in sorted(groups.items())
     ]
 

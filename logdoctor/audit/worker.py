@@ -82,7 +82,7 @@ def _run_remote(task: Task, config) -> TaskOutput:
         if unit == root and is_file:  # the audited URL is a single log file
             files, start, base = [(unit, Path(unit).name)], scratch / Path(unit).name, scratch / Path(unit).name
         else:
-            names = [unit] if is_file else fs.find(unit)
+            names = [unit] if is_file else fs.find(unit, maxdepth=1) if task.flat else fs.find(unit)
             files = [(n, rel(n)) for n in names if not any(p.startswith(".") for p in rel(n).split("/"))]
             start, base = scratch / rel(unit), scratch
         for name, target in files:
