@@ -137,3 +137,22 @@ def test_cli_html_to_file(tmp_path):
     html = out.read_text()
     assert html.startswith("<!DOCTYPE html>") and len(IMG_SRC.findall(html)) == 1
     assert result.output == ""  # nothing on stdout when writing to a file
+
+
+def test_many_runs_are_drawn_in_worker_processes_in_order(monkeypatch):
+    from logdoctor.report import plots
+
+    d = many(8, points=50)
+    serial = [plots.RunPlotter().png(rd) for rd in d.runs]
+
+    class NoPlotterHere:
+        def __init__(self):
+            raise AssertionError("drew in the main process: the pool was not used")
+
+    monkeypatch.setattr(plots, "POOL_MIN_RUNS", 4)
+    monkeypatch.setattr(plots, "_CHUNK", 2)
+    monkeypatch.setattr(plots, "RunPlotter", NoPlotterHere)  # workers import their own, unpatched
+    seen = []
+    pooled = list(plots.draw_all(d.runs, progress=lambda i, n: seen.append((i, n)), jobs=2))
+    assert [p.png for p in pooled] == serial
+    assert seen == [(i, 8) for i in range(1, 9)]

@@ -126,3 +126,13 @@ def test_sparkline_shapes():
 def test_markdown_escaping_helpers():
     assert md_escape("a|b <x> *y*") == r"a\|b \<x\> \*y\*"
     assert md_code("a`b") == "``a`b``"
+
+
+def test_sparkline_of_a_flat_noisy_loss_looks_flat():
+    from logdoctor.model import Series
+
+    rng = np.random.default_rng(0)
+    flat_noisy = Series("l", np.arange(400), 4.577 + rng.normal(0, 0.004, 400))
+    assert set(sparkline(flat_noisy, 24)) <= set("▄▅")
+    falling = Series("l", np.arange(400), np.linspace(2.3, 0.2, 400))
+    assert set(sparkline(falling, 24)) >= set("█▁")

@@ -169,13 +169,15 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _run(i: int, rd: RunDiagnosis, png: bytes | None, expanded: bool) -> str:
+def _run(i: int, rd: RunDiagnosis, figure, expanded: bool) -> str:
+    """One run's section; `figure` is its plots.Plot (or None without plots)."""
     roles = ", ".join(f"{escape(role)} = <code>{escape(name)}</code>" for role, name in rd.roles.items())
-    plot = (
-        f'<img class="plot" alt="curves of {escape(rd.run.name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
-        if png
-        else ""
-    )
+    plot = ""
+    if figure is not None and figure.png:
+        data = base64.b64encode(figure.png).decode()
+        plot = f'<img class="plot" alt="curves of {escape(rd.run.name)}" src="data:image/png;base64,{data}">'
+    elif figure is not None and figure.error:
+        plot = f'<p class="meta">{escape(figure.error)}</p>'
     findings = f'<ol class="findings">{"".join(_finding(f) for f in rd.findings)}</ol>' if rd.findings else "<p>No problem found.</p>"
     warnings = (
         '<ul class="warnings">' + "".join(f"<li>{escape(w)}</li>" for w in rd.run.warnings) + "</ul>" if rd.run.warnings else ""
@@ -206,20 +208,19 @@ def render_html(
     title: str = "logdoctor report",
 ) -> str:
     """The whole report as one HTML document (runs in severity order, each with its plot unless `plots` is False)."""
-    plotter = None
-    if plots and diagnosis.runs:
-        from .plots import RunPlotter
-
-        plotter = RunPlotter()
     ordered = by_severity(diagnosis.runs)
     ids = {id(rd): i for i, rd in enumerate(ordered, 1)}
     many = len(ordered) > EXPAND_ALL_UP_TO
-    sections = []
-    for i, rd in enumerate(ordered, 1):
-        png = plotter.png(rd) if plotter is not None else None
-        sections.append(_run(i, rd, png, expanded=not (many and rd.status == "healthy")))
-        if progress:
-            progress(i, len(ordered))
+    if plots and ordered:
+        from .plots import draw_all
+
+        figures = draw_all(ordered, progress)
+    else:
+        figures = iter(())
+    sections = [
+        _run(i, rd, next(figures, None), expanded=not (many and rd.status == "healthy"))
+        for i, rd in enumerate(ordered, 1)
+    ]
     counts = status_counts(diagnosis.runs)
     badges = "".join(f'<span class="bg-{s}">{n} {s}</span>' for s, n in sorted(counts.items(), key=lambda kv: STATUS_ORDER[kv[0]]))
     errors = (

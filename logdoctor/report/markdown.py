@@ -51,7 +51,7 @@ def _finding(i: int, f: Finding) -> list[str]:
     return lines
 
 
-def _run(i: int, rd: RunDiagnosis, plot: str | None) -> list[str]:
+def _run(i: int, rd: RunDiagnosis, plot: str | None, plot_error: str = "") -> list[str]:
     lines = [
         f'<a id="{_anchor(i)}"></a>',
         "",
@@ -65,6 +65,8 @@ def _run(i: int, rd: RunDiagnosis, plot: str | None) -> list[str]:
         lines += [f"{md_code(loss.name)} {sparkline(loss)}", ""]
     if plot:
         lines += [f"![loss and findings of {md_escape(rd.run.name)}]({plot})", ""]
+    elif plot_error:
+        lines += [f"_{md_escape(plot_error)}_", ""]
     if not rd.findings:
         lines += ["No problem found.", ""]
     for n, f in enumerate(rd.findings, 1):
@@ -98,12 +100,12 @@ def render_markdown(
     progress: Callable[[int, int], None] | None = None,
 ) -> str:
     """The whole report as Markdown; with `plots_dir`, one PNG per run is written there and linked."""
-    plotter = None
-    if plots_dir is not None:
-        from .plots import RunPlotter
+    figures = iter(())
+    if plots_dir is not None and diagnosis.runs:
+        from .plots import draw_all
 
         plots_dir.mkdir(parents=True, exist_ok=True)
-        plotter = RunPlotter()
+        figures = draw_all(diagnosis.runs, progress)
     href = plots_href if plots_href is not None else (plots_dir.name if plots_dir else "")
     lines = [
         "# logdoctor report",
@@ -121,16 +123,12 @@ def render_markdown(
     if diagnosis.runs:
         lines += ["## Runs", ""]
     for i, rd in enumerate(diagnosis.runs, 1):
-        plot = None
-        if plotter is not None:
-            png = plotter.png(rd)
-            if png is not None:
-                name = f"{i:04d}-{slug(rd.run.name)}.png"
-                (plots_dir / name).write_bytes(png)
-                plot = f"{href}/{name}" if href else name
-        lines += _run(i, rd, plot)
-        if progress:
-            progress(i, len(diagnosis.runs))
+        plot, figure = None, next(figures, None)
+        if figure is not None and figure.png:
+            name = f"{i:04d}-{slug(rd.run.name)}.png"
+            (plots_dir / name).write_bytes(figure.png)
+            plot = f"{href}/{name}" if href else name
+        lines += _run(i, rd, plot, figure.error if figure is not None else "")
     if diagnosis.errors:
         lines += ["## Skipped", ""] + [f"- {md_escape(e)}" for e in diagnosis.errors] + [""]
     return "\n".join(lines).rstrip() + "\n"

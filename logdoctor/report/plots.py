@@ -15,13 +15,24 @@ downsampled for drawing with min/max per bucket (`downsample`), which keeps
 every spike visible; a `RunPlotter` reuses one Agg figure per panel layout
 instead of building a new one per run; figures are small and low-dpi PNGs.
 
+From `POOL_MIN_RUNS` runs on, `draw_all` spreads the figures over worker
+processes (spawned: fork is unsafe once polars' thread pool exists), each
+with its own plotter; below that the start-up (about a second of imports per
+worker) costs more than it saves.
+
 Public API (also used by `logdoctor audit`): `downsample`, `RunPlotter`
-(`.png(rd) -> bytes | None`), `plot_series_for(rd)`.
+(`.png(rd) -> bytes | None`), `plot_series_for(rd)`, `draw_all(runs, progress)`.
 """
 from __future__ import annotations
 
 import io
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -264,3 +275,62 @@ def _shade_findings(axes: list, panels: list[Panel], rd: RunDiagnosis) -> None:
             textcoords="offset points", va="top", fontsize=8.5, fontweight="bold", color=color,
             bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
         )
+
+
+#: Draw in worker processes from this many runs on.
+POOL_MIN_RUNS = 64
+#: Runs handed to a worker at a time.
+_CHUNK = 16
+
+
+class Plot(NamedTuple):
+    """A run's figure: PNG bytes, or None with the reason there is none ('' = nothing to draw)."""
+
+    png: bytes | None
+    error: str = ""
+
+
+_WORKER_PLOTTER: RunPlotter | None = None
+
+
+def _draw(rd: RunDiagnosis, plotter: RunPlotter | None = None) -> Plot:
+    """One run's figure; a plotting failure costs that run's figure, not the report."""
+    global _WORKER_PLOTTER
+    if plotter is None:
+        _WORKER_PLOTTER = _WORKER_PLOTTER or RunPlotter()
+        plotter = _WORKER_PLOTTER
+    try:
+        return Plot(plotter.png(rd))
+    except Exception as exc:  # noqa: BLE001 - shown in the report next to the run
+        return Plot(None, f"plot failed ({type(exc).__name__}: {exc})")
+
+
+def _init_worker() -> None:
+    for var in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
+
+def draw_all(
+    runs: list[RunDiagnosis], progress: Callable[[int, int], None] | None = None, jobs: int | None = None
+) -> Iterator[Plot]:
+    """Each run's Plot, in order; many runs are drawn in a process pool (`jobs` workers, default: one per core)."""
+    n = len(runs)
+    jobs = min(jobs or os.cpu_count() or 1, max(1, n // _CHUNK))
+    done = 0
+    if n >= POOL_MIN_RUNS and jobs >= 2:
+        try:
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool:
+                for plot in pool.map(_draw, runs, chunksize=_CHUNK):
+                    done += 1
+                    yield plot
+                    if progress:
+                        progress(done, n)
+        except (BrokenProcessPool, OSError):
+            pass  # workers could not start or died: draw the rest here
+    plotter = RunPlotter() if done < n else None
+    for rd in runs[done:]:
+        done += 1
+        yield _draw(rd, plotter)
+        if progress:
+            progress(done, n)

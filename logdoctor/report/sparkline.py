@@ -5,7 +5,8 @@ bucketed to the width (bucket mean of the finite values, so one noisy point
 does not hide the trend; a bucket holding any NaN/inf is drawn as '×' in the
 unicode line and marked with a red dot in the SVG one), and drawn on a log scale when the
 positive curve spans more than two decades, so a divergence does not flatten
-the rest into one line.
+the rest into one line. Full height is at least a 10% change of the curve's
+level, so a flat loss with noise looks flat.
 """
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import numpy as np
 from ..model import Series
 
 BLOCKS = "▁▂▃▄▅▆▇█"
+#: Full height means at least this change relative to the curve's level: a loss going 4.577 → 4.578
+#: with noise is a flat line, not a mountain range.
+MIN_RELATIVE_SPAN = 0.1
 
 
 def _buckets(values: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -42,7 +46,10 @@ def _scaled(means: np.ndarray) -> np.ndarray:
         vals = np.log10(means)
         finite = np.log10(finite)
     lo, hi = finite.min(), finite.max()
-    if hi - lo <= 1e-12 * max(1.0, abs(hi)):
+    floor = MIN_RELATIVE_SPAN * max(abs(lo), abs(hi))
+    if hi - lo < floor:  # a curve that barely moves is drawn nearly flat, not stretched to full height
+        lo, hi = (lo + hi - floor) / 2, (lo + hi + floor) / 2
+    if hi - lo <= 1e-300:
         return np.where(np.isfinite(vals), 0.5, np.nan)
     return (vals - lo) / (hi - lo)
 

@@ -1,0 +1,69 @@
+"""Regenerate the README screenshots from sample_runs/ (needs Chromium on PATH).
+
+    python docs/screenshots/make_screenshots.py
+
+* html-report.png: the top of `logdoctor analyze sample_runs/ --format html`
+  as headless Chromium renders it;
+* terminal-report.png: `logdoctor analyze` in a terminal (rich's SVG export
+  of the same renderer, rasterised by Chromium): the first two runs with a
+  problem and the summary table.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+
+from logdoctor import analyze
+from logdoctor.report.html import render_html
+from logdoctor.report.terminal import render_run, render_summary
+
+HERE = Path(__file__).parent
+SAMPLES = HERE.parents[1] / "sample_runs"
+FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+)
+
+
+def shoot(page: Path, png: Path, size: tuple[int, int], tmp: Path) -> None:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        sys.exit("make_screenshots: no chromium on PATH")
+    subprocess.run(
+        [browser, *FLAGS, f"--user-data-dir={tmp / 'profile'}", f"--window-size={size[0]},{size[1]}",
+         f"--screenshot={png}", page.as_uri()],
+        check=True, capture_output=True, timeout=120,
+    )
+
+
+def main() -> None:
+    diagnosis = analyze(SAMPLES)
+    diagnosis.root = "sample_runs/"
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        page = tmp / "report.html"
+        page.write_text(render_html(diagnosis), encoding="utf-8")
+        shoot(page, HERE / "html-report.png", (1100, 1500), tmp)
+
+        console = Console(record=True, width=92, force_terminal=True, color_system="truecolor", file=open("/dev/null", "w"))
+        problems = [rd for rd in diagnosis.runs if rd.status != "healthy"][:2]
+        console.print("$ logdoctor analyze sample_runs/", style="bold")
+        for rd in problems:
+            render_run(console, rd)
+            console.print()
+        console.print("…", style="dim")
+        render_summary(diagnosis, console)
+        lines = len(console.export_text(clear=False).splitlines())
+        svg = tmp / "terminal.svg"
+        svg.write_text(console.export_svg(title="logdoctor analyze sample_runs/"), encoding="utf-8")
+        shoot(svg, HERE / "terminal-report.png", (1060, 60 + 21 * lines), tmp)
+    print("wrote", HERE / "html-report.png", "and", HERE / "terminal-report.png")
+
+
+if __name__ == "__main__":
+    main()
