@@ -292,3 +292,12 @@ def test_init_loss_far_above_log_k_warns_and_near_or_below_does_not():
     below = [f for f in diagnose(run_with(0.4, {"model.num_labels": 10})) if f.code == "init_loss"]
     assert below and below[0].severity == "info"  # pretrained models start low: a remark only
     assert "init_loss" not in {f.code for f in diagnose(run_with(41.7, {}))}  # K unknown: silent
+
+
+def test_epoch_memorisation_staircase_fires():
+    # data repeated every epoch: a drop at each boundary, a drift back up inside the epoch
+    n, per = 1000, 100
+    x = np.arange(n)
+    y = 2.0 * np.exp(-(x // per) / 3) + 0.5 + 0.15 * (x % per) / per + 0.05 * RNG.standard_normal(n)
+    got = fired(diagnose(synthetic({"train_loss": (x, y), "epoch": (x, x // per)})))
+    assert got["epoch_jumps"].evidence["boundary_jump"] < 0
