@@ -180,6 +180,15 @@ def test_lr_warmup_that_never_ends_fires():
     assert f.evidence["warmup_end_fraction"] > 0.9
 
 
+def test_lr_ramp_into_divergence_is_not_called_a_long_warmup():
+    """The LR ramps most of the run to a peak the model cannot take: the loss climbs; that is divergence."""
+    steps = np.arange(STEPS)
+    lr = np.minimum(1.0, 0.01 + steps / 1600) * 6.0
+    loss = noisy(np.where(steps < 200, 2.3 - steps / 200, 1.3 + 20 * (steps - 200) / STEPS), 0.3, 26)
+    view = make_view({"loss": (steps, loss), "lr": (steps, lr)})
+    assert codes(LrScheduleMismatch(), view) == []
+
+
 def test_lr_checks_every_param_group():
     steps = np.arange(STEPS)
     head = np.full(STEPS, 1e-3)

@@ -64,7 +64,7 @@ class LrScheduleMismatch(Rule):
             first, last = _span(lr, loss)
             if last <= first:
                 continue
-            finding = self._early_floor(lr, loss, first, last) or self._endless_warmup(lr, first, last)
+            finding = self._early_floor(lr, loss, first, last) or self._endless_warmup(lr, loss, first, last)
             if finding:
                 found.append(finding)
         return sorted(found, key=lambda f: -f.confidence)[:1]
@@ -119,7 +119,7 @@ class LrScheduleMismatch(Rule):
             },
         )
 
-    def _endless_warmup(self, lr: Series, first: int, last: int) -> Finding | None:
+    def _endless_warmup(self, lr: Series, loss: Series | None, first: int, last: int) -> Finding | None:
         p = self.params
         values, steps = lr.values, lr.steps
         peak = float(np.max(values))
@@ -132,6 +132,8 @@ class LrScheduleMismatch(Rule):
         frac = (ramp_end - first) / (last - first)
         if not np.isfinite(mid) or mid > p["max_mid_ratio"] * peak or frac < p["min_warmup_fraction"]:
             return None
+        if _worsening(loss, first + 0.5 * (last - first)):
+            return None  # the ramp reached an LR too high for the model: that is divergence, not a long warmup
         confidence = 0.5 + 0.5 * np.mean([min(1.0, frac), 1.0 - mid / peak])
         return self.finding(
             lr,
@@ -166,6 +168,18 @@ def _decay_followed_stall(lr: Series, loss: Series, first: int, last: int, tol: 
     earlier = curves.window_level(loss, drop_step - window, drop_step - window / 2)
     later = curves.window_level(loss, drop_step - window / 2, drop_step)
     return bool(np.isfinite(earlier) and np.isfinite(later) and earlier - later <= noise)
+
+
+def _worsening(loss: Series | None, since: float) -> bool:
+    """The loss ends above where it started, or rises significantly from `since` on."""
+    c = curves.curve(loss)
+    if c is None:
+        return False
+    if c.end > c.start:
+        return True
+    late = loss.steps >= since
+    rising = curves.trend(loss.steps[late], loss.values[late])
+    return rising.tau > 0 and rising.p_value < 0.01
 
 
 def _span(lr: Series, loss: Series | None) -> tuple[int, int]:
