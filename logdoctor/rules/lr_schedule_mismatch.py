@@ -46,7 +46,7 @@ class LrScheduleMismatch(Rule):
         "min_points": 5,
         "floor_tolerance": 0.05,
         "max_floor_ratio": 0.2,
-        "max_floor_fraction": 0.5,
+        "max_floor_fraction": 0.4,
         "max_gain_after_floor": 0.15,
         "noise_multiple": 5.0,
         "min_warmup_fraction": 0.5,
