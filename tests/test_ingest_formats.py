@@ -488,7 +488,9 @@ def test_explicit_single_files_are_read(tmp_path):
     assert one_run(path).format == "hf_trainer"
     csv_path = tmp_path / "results.csv"
     csv_path.write_text("epoch,train/box_loss,val/box_loss\n0,1.0,1.1\n")
-    assert one_run(csv_path).format == "ultralytics"
+    (tmp_path / "args.yaml").write_text("epochs: 1\n")
+    run = one_run(csv_path)
+    assert run.format == "ultralytics" and run.config == {"epochs": 1}
 
 
 def test_scan_records_counts_and_reassembles(tmp_path):

@@ -112,7 +112,7 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
             continue
         path = folder / name
         got.files.add(name)
-        sides = [f for f in _SIDECARS.get(kind, ()) if f in present]
+        sides = [f for f in _SIDECARS.get(kind, ()) if (folder / f).is_file()]  # also when the CSV is named alone
         if kind in _SIDECARS:
             # the training's own folder: its config, and TensorBoard copies of the same scalars
             twins = sorted(f for f in filenames if f.startswith(_EVENTS_PREFIX))
