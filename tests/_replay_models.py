@@ -9,11 +9,21 @@ import csv
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 FEATURES, CLASSES, EXAMPLES = 16, 10, 32
+
+
+@pytest.fixture(scope="module", autouse=True)
+def single_thread():
+    """One intra-op thread for these tiny models: on a shared, busy machine more threads only contend."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def batch(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -9,12 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 safetensors_torch = pytest.importorskip("safetensors.torch")
 
-from _replay_models import mlp, train  # noqa: E402
+from _replay_models import mlp, single_thread, train  # noqa: E402,F401
 
+from logdoctor.cli import app  # noqa: E402
 from logdoctor.replay import ReplayError  # noqa: E402
 from logdoctor.replay.checkpoint import load_checkpoint  # noqa: E402
 
@@ -152,10 +154,10 @@ def test_malicious_pickle_is_refused_and_never_executed(tmp_path):
 def test_malicious_pickle_via_cli_is_one_line_exit_2(tmp_path):
     marker = tmp_path / "pwned.txt"
     torch.save(_Evil(marker), tmp_path / "evil.pt")
-    proc = subprocess.run([sys.executable, "-m", "logdoctor", "replay", str(tmp_path / "evil.pt")], capture_output=True, text=True, cwd=REPO)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().count("\n") == 0 and "refusing to unpickle" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    result = CliRunner().invoke(app, ["replay", str(tmp_path / "evil.pt")])
+    assert result.exit_code == 2
+    assert result.stderr.strip().count("\n") == 0 and "refusing to unpickle" in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)
     assert not marker.exists()
 
 

@@ -13,6 +13,7 @@ from ..model import Finding
 from .optim_rebuild import build_optimizer
 from .passes import get_pass, subset
 from .probe import Probe, ReplayContext, Skip, fmt, listed
+from .target import train_mode
 
 
 class InitLossOff(Probe):
@@ -44,7 +45,7 @@ class InitLossOff(Probe):
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         target = ctx.target
         model = target.fresh()
-        model.train()
+        train_mode(model)
         with torch.no_grad():
             loss, out = target.loss(model)
         k = target.classes(out)
@@ -99,7 +100,7 @@ class OverfitBatchFailed(Probe):
         for m in model.modules():
             if isinstance(m, nn.modules.dropout._DropoutNd):
                 m.p = 0.0
-        model.train()
+        train_mode(model)
         batch = subset(target.batch, self.params["examples"])
         examples = int(batch[1].shape[0]) if batch[1].dim() else 1
         params = [p for p in model.parameters() if p.requires_grad]
@@ -436,7 +437,7 @@ class LrRange(Probe):
         """(start loss, [(lr, loss after `steps` updates)], optimizer kind), stopping once past divergence."""
         target = ctx.target
         model = target.copy()
-        model.train()
+        train_mode(model)
         start = copy.deepcopy(model.state_dict())
         with torch.no_grad():
             start_loss = float(target.loss(model)[0])

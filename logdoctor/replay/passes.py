@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from .probe import ReplayContext
+from .target import train_mode
 
 RELU_LIKE = (nn.ReLU, nn.ReLU6)
 SATURATING = (nn.Sigmoid, nn.Tanh, nn.Hardsigmoid, nn.Hardtanh)
@@ -82,7 +83,7 @@ def instrumented_pass(ctx: ReplayContext) -> Pass:
     """Forward + backward once on a copy of the checkpoint model, with hooks on every module."""
     target = ctx.target
     model = target.copy()
-    model.train()
+    train_mode(model)
     inputs, _ = target.batch
     seen: dict[str, int] = {}
     activations: list[Activation] = []

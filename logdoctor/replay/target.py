@@ -98,6 +98,15 @@ class Target:
             torch.cuda.empty_cache()
 
 
+def train_mode(model: nn.Module) -> nn.Module:
+    """model.train(), except for torch.export programs, whose mode is fixed when exported."""
+    try:
+        model.train()
+    except NotImplementedError:
+        pass
+    return model
+
+
 def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -15,6 +15,7 @@ import torch
 from ..model import Finding
 from .optim_rebuild import build_optimizer
 from .probe import Probe, ReplayContext, Skip, fmt, listed
+from .target import train_mode
 
 
 def _number(x) -> float:
@@ -57,7 +58,7 @@ def measured_ratios(ctx: ReplayContext) -> dict[str, float]:
     """Per-tensor ratio after one real optimizer step on the batch (model copy, saved moments)."""
     target = ctx.target
     model = target.copy()
-    model.train()
+    train_mode(model)
     opt, _ = build_optimizer(model, ctx)
     before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
     opt.zero_grad(set_to_none=True)
@@ -187,6 +188,8 @@ class UpdateRatioHigh(_UpdateRatio):
     """
 
     code, severity, kind, direction = "update_ratio_high", "warning", "static", "high"
-    defaults = {"limit": 1e-2, "outlier_factor": 10.0}
+    #: Above 1e-2 rather than at it: Adam's early steps are sign-like (|m_hat / sqrt(v_hat)| ~ 1),
+    #: so ~1e-2 is routine for small weights at lr 1e-3; 3e-2 is clearly past the band.
+    defaults = {"limit": 3e-2, "outlier_factor": 10.0}
     explains = ("oscillate", "diverge", "spike")
     cause_pattern = r"(\blr\b|learning rate)[^.;]*\b(high|large|big)|too high|over-?step"
