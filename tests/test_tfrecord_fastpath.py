@@ -85,7 +85,7 @@ def test_fast_equals_reference_on_damaged_files(written, tmp_path, monkeypatch):
     target = tmp_path / "events.out.tfevents.0.damaged"
     for trial in range(24):
         data = sources[trial % len(sources)].read_bytes()[:40_000]
-        monkeypatch.setattr(tfrecord, "CHUNK", rng.choice([64, 1000, 1 << 20]))
+        monkeypatch.setattr(tfrecord, "CHUNK", rng.choice([512, 4096, 1 << 20]))
         for kind, damaged in damaged_copies(data, rng):
             target.write_bytes(damaged)
             reference = canonical(read_event_file(target, fast=False))
