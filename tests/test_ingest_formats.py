@@ -249,9 +249,12 @@ def test_wandb_runs_table_is_reported_as_no_history(tmp_path):
         '"a","finished","-","","","2024-01-01","100","","0.1","1.0"\n'
         '"b","crashed","-","","","2024-01-01","50","","0.3","9.0"\n'
     )
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "runs.csv").write_text('"Name","lr","train/loss"\n"a","0.1","1.0"\n"b","0.3","9.0"\n"c","1","2"\n')
     runs, errors = load_runs(tmp_path)
     assert runs == []
-    assert len(errors) == 1 and "runs-table" in errors[0] and "2 runs" in errors[0] and "no history" in errors[0]
+    assert len(errors) == 2 and all("runs-table" in e and "no history" in e for e in errors)
+    assert any("2 runs" in e for e in errors) and any("3 runs" in e for e in errors)
 
 
 # --------------------------------------------------------------------------- CSV layouts

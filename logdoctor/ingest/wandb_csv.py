@@ -26,13 +26,14 @@ from .wandb_history import INTERNAL_PREFIX, first_json_object, frame_from_rows, 
 _UI_COLUMN = re.compile(r"^(?P<run>.+) - (?P<metric>.+?)(?P<band>__MIN|__MAX)?$")
 _HISTORY_KEYS = {"_step", "_runtime", "_timestamp"}
 _RUNS_TABLE_KEYS = {"State", "Runtime", "Created", "Sweep", "User", "Tags", "ID"}
+_STEP_KEYS = {"Step", "_step", "step", "epoch", "global_step"}
 
 
 def kind_of(columns: list[str]) -> str | None:
     """'ui', 'history' or 'runs_table' for a W&B CSV header, else None."""
     cols = set(columns)
-    if "Name" in cols and len(cols & _RUNS_TABLE_KEYS) >= 2:
-        return "runs_table"
+    if "Name" in cols and (len(cols & _RUNS_TABLE_KEYS) >= 2 or (columns[0] == "Name" and not cols & _STEP_KEYS)):
+        return "runs_table"  # the runs table always leads with Name, whatever columns were shown
     if "_step" in cols or len(cols & _HISTORY_KEYS) >= 2:
         return "history"
     if len(columns) >= 2 and all(_UI_COLUMN.match(c) for c in columns[1:]) and not _UI_COLUMN.match(columns[0]):
