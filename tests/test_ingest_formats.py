@@ -326,6 +326,7 @@ def test_yolov5_results_with_opt_and_hyp_and_time_column(tmp_path):
 def test_keras_csvlogger_and_history_without_epoch(tmp_path):
     (tmp_path / "training.log.csv").write_text("epoch,accuracy,loss,lr,val_accuracy,val_loss\n0,0.5,1.2,0.001,0.55,1.1\n1,0.6,1.0,0.001,0.6,nan\n")
     (tmp_path / "history.csv").write_text("loss,val_loss\n1.0,1.1\n0.9,1.0\n0.8,1.05\n")
+    (tmp_path / "pandas.csv").write_text(",loss,val_loss\n3,1.0,1.1\n4,0.9,1.0\n")  # df.to_csv() keeps the index
     runs, errors = load_runs(tmp_path)
     assert errors == []
     by_name = {r.name: r for r in runs}
@@ -335,6 +336,9 @@ def test_keras_csvlogger_and_history_without_epoch(tmp_path):
     assert math.isnan(series(log, "val_loss").values[1])
     assert list(series(hist, "val_loss").steps) == [0, 1, 2]
     assert any("row number" in n for n in hist.notes)
+    pandas = by_name["pandas.csv"]
+    assert pandas.format == "keras_csv" and sorted(pandas.metrics) == ["loss", "val_loss"]
+    assert list(series(pandas, "loss").steps) == [3, 4] and pandas.notes == []
 
 
 def test_keras_csvlogger_under_its_documented_log_name(tmp_path):

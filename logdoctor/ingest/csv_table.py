@@ -212,13 +212,13 @@ def read(source: Source) -> list[Run]:
     if kind in ("ultralytics", "keras_csv") and "epoch" in frame.columns:
         step_col = "epoch"
     wall = _WALL_COLUMNS.get(kind) if _WALL_COLUMNS.get(kind) in frame.columns else None
-    exclude = ({step_col} if step_col and kind != "lightning" else {"step"}) | {wall}
+    exclude = ({step_col} if step_col is not None and kind != "lightning" else {"step"}) | {wall}
     metrics = numeric_columns(frame, exclude)
     if not metrics:
         raise ReadError(f"{path}: CSV has no numeric metric columns")
     scalars = wide_to_tidy(frame, step_col, metrics, wall)
     if scalars.is_empty():
         raise ReadError(f"{path}: no row has both a numeric step and a metric value")
-    if not step_col:
+    if step_col is None:
         notes.append("no step column: row number used as the step")
     return [Run(name="", path=str(source.path), format=kind, scalars=scalars, config=config, warnings=warnings, notes=notes)]
