@@ -49,6 +49,8 @@ class Diverge(Rule):
         "min_growth_factor": 10.0,
         # the rise must stand this many noise sigmas clear
         "min_rise_noise": 6.0,
+        # share of the last tenth of the run that must stay in the upper half of the rise
+        "min_tail_share": 0.8,
         # isolated NaN/inf points (not a tail) count when at least this share of points
         "min_intermittent_share": 0.0,
     }
@@ -109,7 +111,9 @@ class Diverge(Rule):
         rise = c.end - c.best
         if rise <= 0 or c.best_index >= len(c) - 1:
             return None
-        noise = max(c.y_noise, c.quantum)
+        # the noise of the healthy stretch before the blow-up: a blown-up loss is noisy itself
+        before = c.y[: c.best_index + 1]
+        noise = max(curves.noise_sigma(before) if len(before) >= 5 else c.y_noise, c.quantum)
         if rise < self.params["min_rise_noise"] * noise:
             return None
         progress = max(c.start - c.best, 0.0)
@@ -119,9 +123,9 @@ class Diverge(Rule):
         by_growth = growth >= self.params["min_growth_factor"]
         if not (by_progress or by_growth):
             return None
-        # it must stay up: the last tenth of the smoothed curve sits in the upper half of the rise
-        tail = c.smooth[-max(1, len(c) // 10):]
-        if np.min(tail) < c.best + 0.5 * rise:
+        # it must stay up: most of the last tenth sits in the upper half of the rise
+        tail = c.y[-max(1, len(c) // 10):]
+        if np.mean(tail >= c.best + 0.5 * rise) < self.params["min_tail_share"]:
             return None
         onset_i = c.best_index + int(np.argmax(c.smooth[c.best_index:] >= c.best + 0.5 * rise))
         margin = max(
