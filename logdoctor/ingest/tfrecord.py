@@ -78,14 +78,15 @@ def _make_tables(depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 _VEC_DEPTH = 1024  # records up to this many bytes get the vectorised CRC (fallback mode)
 _TABLE, _DIST, _CONST = _make_tables(_VEC_DEPTH)
+_TABLE_LIST = _TABLE.tolist()
 
 
 def _crc32c_py(data: bytes) -> int:
     """Plain table-driven CRC-32C of one buffer (only for large records without the C package)."""
     crc = 0xFFFFFFFF
-    table = _TABLE
+    table = _TABLE_LIST
     for b in data:
-        crc = int(table[(crc ^ b) & 0xFF]) ^ (crc >> 8)
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
     return crc ^ 0xFFFFFFFF
 
 
@@ -103,7 +104,7 @@ def crc32c_many(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np
     lens = lengths[small]
     order = np.argsort(-lens, kind="stable")
     lens = lens[order]
-    ends = (offsets[small] + lens.dtype.type(0))[order] + lens  # end offsets, longest first
+    ends = offsets[small][order] + lens  # end offsets, longest first
     acc = _CONST[lens]
     # number of records longer than d, for d = 0..max-1 (records sorted longest first)
     counts = np.searchsorted(-lens, -np.arange(int(lens[0])), side="left")
@@ -144,7 +145,9 @@ def headers_ok(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """For record starts in `buf`: does the masked CRC of each 8-byte length match?"""
     if not len(starts):
         return np.zeros(0, dtype=bool)
-    crcs = crc32c_many(buf, starts, np.full(len(starts), 8, dtype=np.int64))
+    crcs = np.full(len(starts), _CONST[8], dtype=np.uint32)
+    for d in range(8):  # fixed length: no sorting by length needed
+        crcs ^= _DIST[d][buf[starts + (7 - d)]]
     return masked(crcs) == _gather_u32(buf, starts + 8)
 
 
