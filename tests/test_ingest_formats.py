@@ -220,6 +220,16 @@ def test_wandb_ui_export_several_runs_blanks_and_bands(tmp_path):
     assert list(series(b, "train/loss").steps) == [0, 1]
 
 
+def test_wandb_ui_export_with_a_header_longer_than_the_sniff_buffer(tmp_path):
+    columns = ['"Step"'] + [f'"sweep_run_{i:04d}_with_a_long_name - train/loss{band}"' for i in range(500) for band in ("", "__MIN", "__MAX")]
+    rows = [",".join([str(step)] + [str(1.0 / (step + 1))] * 1500) for step in range(3)]
+    path = tmp_path / "wandb_export.csv"
+    path.write_text("\n".join([",".join(columns), *rows]) + "\n")
+    assert path.stat().st_size > 64 * 1024
+    runs, errors = load_runs(tmp_path)
+    assert errors == [] and len(runs) == 500 and {r.format for r in runs} == {"wandb_csv"}
+
+
 def test_wandb_api_history_csv_and_jsonl(tmp_path):
     (tmp_path / "history.csv").write_text(
         "_step,_runtime,_timestamp,train/loss,eval/loss,lr,media\n"

@@ -41,6 +41,7 @@ STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "epoch", "S
 #: Index columns pandas writes (`df.to_csv()` without index=False).
 _INDEX_COLUMNS = ("", "Unnamed: 0", "index")
 _SNIFF_BYTES = 64 * 1024
+_MAX_HEADER_BYTES = 8 * 1024 * 1024
 _EVENTS_PREFIX = "events.out.tfevents"
 #: Config files a layout's writer leaves beside its CSV (YOLOv5 wrote opt.yaml + hyp.yaml, v8+ args.yaml).
 _SIDECARS = {"lightning": ("hparams.yaml",), "ultralytics": ("args.yaml", "opt.yaml", "hyp.yaml")}
@@ -55,17 +56,23 @@ def header(path: Path) -> list[str] | None:
     try:
         with open(path, "rb") as fh:
             head = fh.read(_SNIFF_BYTES)
+            # a W&B export of hundreds of runs has a very long header line: read on to its end
+            while head and b"\n" not in head and len(head) < _MAX_HEADER_BYTES:
+                more = fh.read(_SNIFF_BYTES)
+                if not more:
+                    break
+                head += more
     except OSError:
         return None
     if not head:
         return []
     if b"\x00" in head:
         return None
+    first_line = head.split(b"\n", 1)[0]
     try:
-        text = head.decode("utf-8-sig")
+        first = first_line.decode("utf-8-sig").rstrip("\r")
     except UnicodeDecodeError:
         return None
-    first = text.splitlines()[0] if text.strip() else ""
     try:
         row = next(csv.reader(io.StringIO(first)), [])
     except csv.Error:
