@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..diagnose import rank
-from ..model import Diagnosis, Finding, RunDiagnosis
+from ..model import SEVERITY_RANK, Diagnosis, Finding, RunDiagnosis
 from ..rules.base import bullets
 from . import ReplayError
 
@@ -65,18 +65,21 @@ def merge_replay(rd: RunDiagnosis, result) -> RunDiagnosis:
     log_findings = list(rd.findings)
     causes = {id(f): [_Cause(c) for c in f.causes] for f in log_findings}
     extra: list[Finding] = []
+    fired = [(o.probe, pf) for o in result.outcomes for pf in o.findings]
+    # Weakest first: each confirmation moves its cause to the top, so the strongest ends up there.
+    fired.sort(key=lambda item: (-SEVERITY_RANK.get(item[1].severity, 9), item[1].confidence))
+    for probe, pf in fired:
+        twin = next((f for f in log_findings if f.code == pf.code), None)
+        if twin is not None:
+            _absorb(twin, causes[id(twin)], pf, probe.code)
+        else:
+            extra.append(pf)
+        for code, pattern in probe.confirms(pf):
+            for f in log_findings:
+                if f.code == code and f is not twin:
+                    _confirm(f, causes[id(f)], probe, pf, pattern)
     for outcome in result.outcomes:
         probe = outcome.probe
-        for pf in outcome.findings:
-            twin = next((f for f in log_findings if f.code == pf.code), None)
-            if twin is not None:
-                _absorb(twin, causes[id(twin)], pf, probe.code)
-            else:
-                extra.append(pf)
-            for code, pattern in probe.confirms(pf):
-                for f in log_findings:
-                    if f.code == code and f is not twin:
-                        _confirm(f, causes[id(f)], probe, pf, pattern)
         for code, pattern in probe.rules_out(outcome):
             for f in log_findings:
                 if f.code == code:

@@ -97,8 +97,8 @@ class DecayOnNormBias(Probe):
     """
 
     code, severity = "decay_on_norm_bias", "warning"
-    explains = ("crawl",)
-    cause_pattern = r"weight[ _]decay|norm (gain|weight)"
+    #: A misconfiguration worth fixing, but no curve symptom is specific to it: reported, not linked.
+    explains = ()
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         _need_optimizer(ctx)
