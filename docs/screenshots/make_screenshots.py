@@ -2,11 +2,12 @@
 
     python docs/screenshots/make_screenshots.py
 
-* html-report.png: the top of `logdoctor analyze sample_runs/ --format html`
-  as headless Chromium renders it;
-* terminal-report.png: `logdoctor analyze` in a terminal (rich's SVG export
-  of the same renderer, rasterised by Chromium): the first two runs with a
-  problem and the summary table.
+Both show a showcase of the sample runs (the worst run per distinct top
+finding, plus a healthy one) so one screen holds the index and whole runs:
+
+* html-report.png: the top of the HTML report as headless Chromium renders it;
+* terminal-report.png: the terminal report (rich's SVG export of the same
+  renderer, rasterised by Chromium): the first two runs and the summary table.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from rich.console import Console
 from logdoctor import analyze
 from logdoctor.report.html import render_html
 from logdoctor.report.terminal import render_run, render_summary
+from logdoctor.report.text import by_severity
 
 HERE = Path(__file__).parent
 SAMPLES = HERE.parents[1] / "sample_runs"
@@ -41,14 +43,26 @@ def shoot(page: Path, png: Path, size: tuple[int, int], tmp: Path) -> None:
     )
 
 
+def showcase(runs: list, problems: int = 5) -> list:
+    """The worst run for each distinct top finding (up to `problems`), then one healthy run."""
+    picked, seen = [], set()
+    for rd in by_severity(runs):
+        key = rd.findings[0].code if rd.findings else "healthy"
+        if key not in seen and (len(picked) < problems or key == "healthy"):
+            picked.append(rd)
+            seen.add(key)
+    return picked
+
+
 def main() -> None:
     diagnosis = analyze(SAMPLES)
+    diagnosis.runs = showcase(diagnosis.runs)
     diagnosis.root = "sample_runs/"
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         page = tmp / "report.html"
         page.write_text(render_html(diagnosis), encoding="utf-8")
-        shoot(page, HERE / "html-report.png", (1100, 1500), tmp)
+        shoot(page, HERE / "html-report.png", (1100, 2300), tmp)
 
         console = Console(record=True, width=92, force_terminal=True, color_system="truecolor", file=open("/dev/null", "w"))
         problems = [rd for rd in diagnosis.runs if rd.status != "healthy"][:2]

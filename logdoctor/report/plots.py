@@ -13,7 +13,8 @@ up by the roles the diagnosis already assigned) and the findings' step ranges.
 Scale: a 1,000-run report must take seconds, not minutes. Long series are
 downsampled for drawing with min/max per bucket (`downsample`), which keeps
 every spike visible; a `RunPlotter` reuses one Agg figure per panel layout
-instead of building a new one per run; figures are small and low-dpi PNGs.
+with fixed margins (a layout engine would measure every text box and double
+the drawing time); figures are small 100-dpi PNGs.
 
 From `POOL_MIN_RUNS` runs on, `draw_all` spreads the figures over worker
 processes (spawned: fork is unsafe once polars' thread pool exists), each
@@ -128,7 +129,7 @@ def plot_series_for(rd: RunDiagnosis) -> list[Panel]:
 
 
 class RunPlotter:
-    """Draws run figures as PNG bytes, reusing one figure per panel count (much faster than a new figure per run)."""
+    """Draws run figures as PNG bytes, reusing one cleared figure per panel count (no figure or canvas per run)."""
 
     def __init__(self, width_in: float = 8.0, dpi: int = 100):
         from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
