@@ -20,10 +20,14 @@ Method, chosen for sweeps of a handful to thousands of runs:
   share of permutations whose *best* condition, over the whole family of
   singles and pairs, does at least as well. This controls the family-wise
   error at exactly the nominal level, even for ten runs.
-* Reported only when the adjusted p <= alpha (0.01, Bonferroni-split across
-  outcomes) and at least two failing runs
-  satisfy the condition: never a link from one run. A pair is reported only
-  when it is clearly better than each of its parts alone.
+* Greedy, one explanation at a time: per outcome the strongest condition is
+  reported when its adjusted p <= alpha (0.01, Bonferroni-split across
+  outcomes); its runs are set aside and the search repeats on the rest. A
+  setting that merely travels with a stronger one (a duplicate, a derived
+  value, a confounded design) then explains nothing new and is not reported.
+* At least two failing runs must satisfy a condition: never a link from one
+  run. A pair is preferred only when it beats every single split by a wide
+  margin (PAIR_GAIN in raw p).
 """
 from __future__ import annotations
 
@@ -46,6 +50,8 @@ PAIR_TOP = 3
 PAIR_PARAMS = 8
 #: A pair must beat the better of its two single conditions by this factor in raw p.
 PAIR_GAIN = 100.0
+#: Links per outcome at most (each must explain failures the earlier ones leave).
+MAX_LINKS_PER_OUTCOME = 3
 ANY_PROBLEM = "problem"
 
 
@@ -69,6 +75,8 @@ class Link:
     total_out: int
     p: float
     p_adjusted: float
+    #: Conditions of stronger links whose runs were set aside before this one was found.
+    given: tuple[Condition, ...] = ()
 
     @property
     def param(self) -> str:
@@ -87,10 +95,13 @@ class Link:
         where = " and ".join(c.text() for c in self.conditions)
         stats = f"p = {self.p:.2g}, adjusted {self.p_adjusted:.2g}"
         single = self.conditions[0] if len(self.conditions) == 1 else None
-        if self.failing_out == 0 and single is not None and single.op == "==":
+        if self.failing_out == 0 and single is not None and single.op == "==" and not self.given:
             return f"{what} only with {where} ({self.failing}/{self.total}; 0/{self.total_out} otherwise; {stats})"
         rest = {">=": "below", "<=": "above"}.get(single.op, "otherwise") if single else "otherwise"
-        return f"{what} in {self.failing}/{self.total} runs with {where}, {self.failing_out}/{self.total_out} {rest} ({stats})"
+        text = f"{what} in {self.failing}/{self.total} runs with {where}, {self.failing_out}/{self.total_out} {rest} ({stats})"
+        if self.given:
+            text += "; among runs without " + " or ".join(c.text() for c in self.given)
+        return text
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -192,18 +203,23 @@ def fisher_greater(a: int, n: int, K: int, N: int) -> float:
     return float(_tail(N, K, n)[a])
 
 
-def _pvalues(holds: np.ndarray, pop: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """p-values of one condition for each column of Y (outcomes, e.g. permutations)."""
-    a = holds.astype(np.float32) @ Y
-    K = pop.astype(np.float32) @ Y
-    N, n = int(pop.sum()), int(holds.sum())
-    a, K = a.astype(int), K.astype(int)
-    p = np.ones(Y.shape[1])
-    for k in np.unique(K):
-        sel = K == k
-        p[sel] = _tail(N, int(k), n)[a[sel]]
-    enriched = a * (N - n) > (K - a) * n  # failure rate inside > outside
-    p[(a < MIN_FAILING) | ~enriched | (n == N)] = 1.0
+def _pvalues(holds: np.ndarray, pops: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """p-values of C conditions (rows of `holds`, `pops`: C x R) for each outcome column of Y (R x B).
+
+    One matrix product counts the failing runs inside every condition under
+    every permutation at once; the exact tails come from cached tables.
+    """
+    A = (holds.astype(np.float32) @ Y).astype(np.int64)
+    K = (pops.astype(np.float32) @ Y).astype(np.int64)
+    N, n = pops.sum(axis=1), holds.sum(axis=1)
+    p = np.ones(A.shape)
+    for i in range(len(holds)):
+        a, k = A[i], K[i]
+        for kk in np.unique(k):
+            sel = k == kk
+            p[i, sel] = _tail(int(N[i]), int(kk), int(n[i]))[a[sel]]
+    enriched = A * (N - n)[:, None] > (K - A) * n[:, None]  # failure rate inside > outside
+    p[(A < MIN_FAILING) | ~enriched | (n == N)[:, None]] = 1.0
     return p
 
 
@@ -225,7 +241,10 @@ def _outcomes(results: list[RunResult]) -> list[tuple[list[str] | None, np.ndarr
 
 def _search(cands, y: np.ndarray, Y: np.ndarray):
     """Observed p per single condition, the pair family, and the adjusted p-values of both."""
-    obs = np.array([_pvalues(h, pop, y[:, None].astype(np.float32))[0] for _, h, pop in cands])
+    column = y[:, None].astype(np.float32)
+    H = np.array([h for _, h, _ in cands])
+    P = np.array([pop for _, _, pop in cands])
+    obs = _pvalues(H, P, column)[:, 0]
     best_per_param: dict[str, list[int]] = {}
     for i in np.argsort(obs, kind="stable"):
         if obs[i] < 1.0:
@@ -236,22 +255,17 @@ def _search(cands, y: np.ndarray, Y: np.ndarray):
         for z in range(x + 1, len(params)):
             for i in best_per_param[params[x]][:PAIR_TOP]:
                 for j in best_per_param[params[z]][:PAIR_TOP]:
-                    ci, cj = cands[i], cands[j]
-                    pairs.append(((ci[0], cj[0]), ci[1] & cj[1], ci[2] & cj[2], (i, j)))
-    family = [((c,), h, pop) for c, h, pop in cands] + [(cs, h, pop) for cs, h, pop, _ in pairs]
-    observed = np.r_[obs, [_pvalues(h, pop, y[:, None].astype(np.float32))[0] for _, h, pop, _ in pairs]]
-    null_min = np.ones(Y.shape[1])
-    for _, h, pop in family:
-        null_min = np.minimum(null_min, _pvalues(h, pop, Y))
+                    pairs.append((i, j))
+    if pairs:
+        I, J = np.array(pairs).T
+        H, P = np.vstack([H, H[I] & H[J]]), np.vstack([P, P[I] & P[J]])
+    family = [((c,), h, pop) for c, h, pop in cands] + [
+        ((cands[i][0], cands[j][0]), H[len(cands) + k], P[len(cands) + k]) for k, (i, j) in enumerate(pairs)
+    ]
+    observed = np.r_[obs, _pvalues(H[len(cands):], P[len(cands):], column)[:, 0]] if pairs else obs
+    null_min = _pvalues(H, P, Y).min(axis=0)
     adjusted = (1 + (null_min[None, :] <= observed[:, None] * (1 + 1e-9)).sum(axis=1)) / (Y.shape[1] + 1)
-    return family, observed, adjusted, [ij for *_, ij in pairs]
-
-
-def _equivalent(h1: np.ndarray, p1: np.ndarray, h2: np.ndarray, p2: np.ndarray) -> bool:
-    """Two splits that pick exactly the same runs wherever both parameters are set
-    (a duplicated or derived setting, e.g. train_batch_size beside batch_size)."""
-    both = p1 & p2
-    return bool(both.any()) and bool(np.array_equal(h1[both], h2[both]))
+    return family, observed, adjusted, pairs
 
 
 def _severity_order(results: list[RunResult]) -> dict[str, int]:
@@ -263,15 +277,38 @@ def _severity_order(results: list[RunResult]) -> dict[str, int]:
     return out
 
 
+def _best(cands, y: np.ndarray, keep: np.ndarray, permutations: int, rng) -> tuple | None:
+    """The strongest condition among the runs in `keep`: (conditions, holds, pop, p, adjusted)."""
+    restricted = [(c, h & keep, pop & keep) for c, h, pop in cands]
+    y = y & keep
+    Y = np.zeros((len(y), permutations), dtype=np.float32)
+    Y[keep] = np.stack([rng.permutation(y[keep]) for _ in range(permutations)], axis=1)
+    family, observed, adjusted, pair_parts = _search(restricted, y, Y)
+    n_single = len(restricted)
+    if observed.min() >= 1.0:
+        return None
+    single = int(np.argmin(observed[:n_single]))
+    pick = single
+    if len(observed) > n_single:
+        pair = n_single + int(np.argmin(observed[n_single:]))
+        if observed[pair] * PAIR_GAIN < observed[single]:
+            pick = pair
+    conds, holds, pop = family[pick]
+    return conds, holds, pop, float(observed[pick]), float(adjusted[pick])
+
+
 def find_links(
     results: list[RunResult], alpha: float = ALPHA, permutations: int = PERMUTATIONS, seed: int = 0
 ) -> list[Link]:
     """Supported links between settings and failures, most severe outcome and strongest first.
 
-    Per outcome: the best split of each parameter that survives the correction,
-    minus splits equivalent to a stronger one, plus at most one pair (when it
-    beats every single split by PAIR_GAIN). "Any problem" links are kept only
-    for parameters no code link already names.
+    Per outcome, greedily: the strongest condition (a single split, or a pair
+    when it beats every single split by PAIR_GAIN) is reported if it survives
+    the correction; its runs are set aside and the search repeats on the rest,
+    so a second link must explain failures the first does not. A setting that
+    only travels with the first (a duplicate, a derived value, a confounded
+    design) explains nothing new and is not reported. "Any problem" links are
+    kept only for parameters no code link already names.
     """
     runs = [r for r in results if r.params]
     if len(runs) < 4:
@@ -281,49 +318,37 @@ def find_links(
         return []
     rng = np.random.default_rng(seed)
     outcomes = [(codes, y) for codes, y in _outcomes(runs) if not y.all()]
-    level = alpha / max(1, len(outcomes))  # Bonferroni across outcomes; max-T within each
+    level = alpha / max(1, len(outcomes))  # Bonferroni across outcomes; max-T within each search
+    # enough permutations that the smallest possible adjusted p (1 / (B + 1)) can pass the level
+    permutations = max(permutations, math.ceil(2 / level))
     severity = _severity_order(runs)
     ranked: list[tuple[tuple, Link]] = []
     code_params: set[str] = set()
-    # enough permutations that the smallest possible adjusted p (1 / (B + 1)) can pass the level
-    permutations = max(permutations, math.ceil(2 / level))
     for codes, y in outcomes:
-        Y = np.stack([rng.permutation(y) for _ in range(permutations)], axis=1).astype(np.float32)
-        family, observed, adjusted, pair_parts = _search(cands, y, Y)
-        n_single = len(cands)
-        best: dict[str, int] = {}
-        for i in range(n_single):
-            param = cands[i][0].param
-            if observed[i] < 1.0 and (param not in best or observed[i] < observed[best[param]]):
-                best[param] = i
-        chosen: list[int] = []
-        for i in sorted((i for i in best.values() if adjusted[i] <= level), key=lambda i: observed[i]):
-            if not any(_equivalent(family[i][1], family[i][2], family[k][1], family[k][2]) for k in chosen):
-                chosen.append(i)
-        floor = min((observed[i] for i in chosen), default=1.0)
-        pairs = [
-            n_single + k
-            for k, (i, j) in enumerate(pair_parts)
-            if adjusted[n_single + k] <= level and observed[n_single + k] * PAIR_GAIN < min(observed[i], observed[j], floor)
-        ]
-        for idx in sorted(pairs, key=lambda idx: observed[idx])[:1]:
-            if not any(_equivalent(family[idx][1], family[idx][2], family[k][1], family[k][2]) for k in chosen):
-                chosen.append(idx)
-        for idx in chosen:
-            conds, holds, pop = family[idx]
-            link = _link(runs, codes, y, conds, holds, pop, observed[idx], adjusted[idx])
+        keep = np.ones(len(runs), dtype=bool)
+        given: tuple[Condition, ...] = ()
+        for _ in range(MAX_LINKS_PER_OUTCOME):
+            if (y & keep).sum() < MIN_FAILING:
+                break
+            found = _best(cands, y, keep, permutations, rng)
+            if found is None or found[4] > level:
+                break
+            conds, holds, pop, p, p_adjusted = found
             if codes is None and {c.param for c in conds} & code_params:
-                continue
-            if codes is not None:
-                code_params.update(c.param for c in conds)
+                break
+            link = _link(runs, codes, y & keep, conds, holds, pop, p, p_adjusted, given)
             order = 2 if codes is None else severity.get(codes[0], 1)
-            ranked.append(((order, link.p, -link.failing), link))
+            ranked.append(((order, len(given), link.p, -link.failing), link))
+            keep &= ~holds
+            given += conds
+        if codes is not None:
+            code_params.update(c.param for _, link in ranked for c in link.conditions if link.codes == codes)
     # any-problem links come last in `outcomes`, so code_params is complete when they are checked
     return [link for _, link in sorted(ranked, key=lambda kv: kv[0])]
 
 
-def _link(runs, codes, y, conds, holds, pop, p, p_adjusted) -> Link:
+def _link(runs, codes, y, conds, holds, pop, p, p_adjusted, given) -> Link:
     a, n = int((holds & y).sum()), int(holds.sum())
     outside = pop & ~holds
     fail_codes = codes or sorted({c for r, h in zip(runs, holds & y) if h for c in r.codes})
-    return Link(conds, fail_codes, a, n, int((outside & y).sum()), int(outside.sum()), float(p), float(p_adjusted))
+    return Link(conds, fail_codes, a, n, int((outside & y).sum()), int(outside.sum()), float(p), float(p_adjusted), given)
