@@ -327,7 +327,11 @@ def explain(code: str = typer.Argument(..., help="A rule code, e.g. crawl.")) ->
 
     cls = all_rules().get(code)
     if cls is None:
-        raise fail(f"unknown rule code '{code}' (see `logdoctor rules`)")
+        from .replay.command import probe_class
+
+        cls = probe_class(code)
+    if cls is None:
+        raise fail(f"unknown rule or replay probe code '{code}' (see `logdoctor rules`)")
     from rich.markdown import Markdown
 
     _console().print(Markdown(rule_markdown(cls)))

@@ -169,3 +169,9 @@ def test_analyze_without_replay_never_imports_torch(demo, tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.stdout.strip().splitlines()[-1] == "False", out.stderr
+
+
+def test_explain_prints_a_probe_page():
+    result = CliRunner().invoke(app, ["explain", "update_ratio_low"], env=WIDE)
+    assert result.exit_code == 0
+    assert "Root causes" in result.stdout and "LR one to three decades too low" in result.stdout

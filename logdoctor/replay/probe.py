@@ -112,7 +112,12 @@ class Probe(Rule):
         severity: str | None = None,
     ) -> Finding:
         """A finding located at the checkpoint's step; `where` names the tensor/module/group."""
-        f = self.finding(None, title=title, steps=ctx.steps, confidence=confidence, evidence=_rounded(evidence), severity=severity)
+        severity = severity or self.severity
+        # An info finding reports a measurement, not a problem: no causes or fixes to suggest.
+        quiet = [] if severity == "info" else None
+        f = self.finding(
+            None, title=title, steps=ctx.steps, confidence=confidence, evidence=_rounded(evidence), severity=severity, causes=quiet, fixes=quiet
+        )
         f.metric = where
         return f
 
