@@ -295,31 +295,6 @@ def best_split(y: np.ndarray, min_size: int = 3) -> tuple[int, float]:
     return int(k[i]), float(gain[i])
 
 
-def change_points(y: np.ndarray, sigma: float | None = None, min_size: int = 3, max_points: int = 8) -> list[int]:
-    """Binary segmentation for shifts in mean, with a BIC-like penalty on the noise.
-
-    A split is kept when it reduces the squared error by more than
-    `2 * log(n) * sigma**2 * 4` (a shift must stand clear of the noise), which
-    keeps it scale-free. Returns sorted indices where new segments start.
-    """
-    y = np.asarray(y, dtype=float)
-    n = len(y)
-    if n < 2 * min_size:
-        return []
-    sigma = noise_sigma(y) if sigma is None else sigma
-    penalty = 8.0 * math.log(max(n, 2)) * max(sigma, 1e-300) ** 2
-    found: list[int] = []
-    stack = [(0, n)]
-    while stack and len(found) < max_points:
-        a, b = stack.pop()
-        k, gain = best_split(y[a:b], min_size)
-        if k < 0 or gain <= penalty:
-            continue
-        found.append(a + k)
-        stack.extend([(a, a + k), (a + k, b)])
-    return sorted(found)
-
-
 # --------------------------------------------------------------------------- oscillation and periodicity
 
 
@@ -366,7 +341,7 @@ def autocorrelation(y: np.ndarray) -> np.ndarray:
     return ac / ac[0]
 
 
-def dominant_period(y: np.ndarray, min_period: int = 3, max_period: int | None = None) -> tuple[int, float]:
+def dominant_period(y: np.ndarray, min_period: int = 2, max_period: int | None = None) -> tuple[int, float]:
     """The lag of the highest autocorrelation peak of the detrended series, and its height.
 
     (0, 0.0) when there is no peak. A strong periodic pattern (epoch-level

@@ -65,18 +65,39 @@ HEALTHY = sorted(k for k, v in LABELS.items() if v.get("healthy"))
 needs_samples = pytest.mark.skipif(not LABELS, reason="sample_runs/labels.json not generated")
 
 
+def _top(findings: list[Finding]) -> Finding | None:
+    return next((f for f in findings if f.severity in ("warning", "critical")), None)
+
+
 @needs_samples
-@pytest.mark.parametrize("run_id", SHAPE_FAULTS or ["-"])
-def test_sample_fault_fires_its_code(run_id):
-    if run_id == "-":
+def test_sample_shape_faults_top1_meets_the_target():
+    """Top-1 over every labelled run whose main code is a shape code: >= 0.95, as the benchmark demands."""
+    if not SHAPE_FAULTS:
         pytest.skip("no shape faults labelled yet")
-    label = LABELS[run_id]["codes"]
-    findings = diagnose(read(SAMPLES / run_id))
-    got = fired(findings)
-    assert label[0] in got, f"{run_id}: expected {label[0]}, got {[(f.code, f.severity) for f in findings]}"
-    top = next(f for f in findings if f.severity in ("warning", "critical"))
-    assert top.code in label, f"{run_id}: top finding {top.code}, label {label}"
-    assert got[label[0]].evidence and 0 < got[label[0]].confidence <= 1
+    misses = []
+    for run_id in SHAPE_FAULTS:
+        label = LABELS[run_id]["codes"]
+        top = _top(diagnose(read(SAMPLES / run_id)))
+        if top is None or top.code not in label:
+            misses.append(f"{run_id}: expected {label[0]}, top {top.code if top else None}")
+    assert 1 - len(misses) / len(SHAPE_FAULTS) >= 0.95, misses
+
+
+@needs_samples
+@pytest.mark.parametrize("code", ["flat", "crawl", "diverge", "oscillate", "epoch_jumps", "spike"])
+def test_sample_fault_of_each_code_fires_with_evidence(code):
+    runs = [k for k in SHAPE_FAULTS if LABELS[k]["codes"][0] == code]
+    if not runs:
+        pytest.skip(f"no {code} run labelled yet")
+    hits = []
+    for run_id in runs:
+        got = fired(diagnose(read(SAMPLES / run_id)))
+        if code in got:
+            f = got[code]
+            assert f.evidence and 0 < f.confidence <= 1 and f.causes and f.fixes, run_id
+            hits.append(run_id)
+    # at most one labelled run of a code may be missed (recall >= 2/3 with three runs a code)
+    assert len(hits) >= len(runs) - 1, f"{code}: fired on {hits} of {runs}"
 
 
 @needs_samples
@@ -301,3 +322,13 @@ def test_epoch_memorisation_staircase_fires():
     y = 2.0 * np.exp(-(x // per) / 3) + 0.5 + 0.15 * (x % per) / per + 0.05 * RNG.standard_normal(n)
     got = fired(diagnose(synthetic({"train_loss": (x, y), "epoch": (x, x // per)})))
     assert got["epoch_jumps"].evidence["boundary_jump"] < 0
+
+
+def test_period_two_zigzag_is_oscillate_not_epoch_jumps():
+    # full-batch steps overshooting across a valley: the loss alternates up/down every step
+    n = 300
+    x = np.arange(n)
+    y = 2.3 * np.exp(-x / 40) + 0.3 + 0.15 * (-1.0) ** x * (x > 60) + 0.01 * RNG.standard_normal(n)
+    got = fired(diagnose(synthetic({"train_loss": (x, y)})))
+    assert "oscillate" in got and "epoch_jumps" not in got
+    assert got["oscillate"].evidence["late_lag1_autocorrelation"] < -0.9

@@ -127,7 +127,9 @@ class Diverge(Rule):
         tail = c.y[-max(1, len(c) // 10):]
         if np.mean(tail >= c.best + 0.5 * rise) < self.params["min_tail_share"]:
             return None
-        onset_i = c.best_index + int(np.argmax(c.smooth[c.best_index:] >= c.best + 0.5 * rise))
+        # onset: the level shift (change point) between the best stretch and the blown-up one
+        shift, _ = curves.best_split(c.y[c.best_index :], min_size=1)
+        onset_i = c.best_index + max(shift, 1)
         margin = max(
             math.log(min(over_progress, 1e6) / self.params["min_rise_over_progress"]) if by_progress else -9,
             math.log(min(growth, 1e6) / self.params["min_growth_factor"]) if by_growth else -9,

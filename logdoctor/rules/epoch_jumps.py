@@ -133,8 +133,9 @@ class EpochJumps(Rule):
             starts = np.flatnonzero(known[1:] & known[:-1] & (whole[1:] > whole[:-1])) + 1
             if len(starts):
                 return starts, "epoch counter"
-        period, strength = curves.dominant_period(y, min_period=self.params["min_points_per_epoch"])
-        if period == 0 or strength < self.params["min_period_strength"]:
+        # search from lag 2, so a step-to-step zigzag is not mistaken for its own harmonics
+        period, strength = curves.dominant_period(y)
+        if period < self.params["min_points_per_epoch"] or strength < self.params["min_period_strength"]:
             return np.array([], dtype=int), "none"
         return np.arange(period, len(y), period), "loss period"
 

@@ -21,8 +21,9 @@ class Oscillate(Rule):
         rolling median, in bursts (a leap is followed by another more often
         than chance; isolated leaps are heavy-tailed small-batch noise),
         while the second half gains less than a tenth of the progress (a run
-        still descending is noisy, not oscillating). Or the second half is
-        very noisy and drifts upward. Or the loss settles and then climbs back a large part
+        still descending is noisy, not oscillating). Or the second half
+        zigzags step to step (full-batch updates overshooting across a
+        valley), or is very noisy and drifts upward. Or the loss settles and then climbs back a large part
         of the way toward where it started without blowing up (that is
         `diverge`). Only runs that did learn qualify; a loss that never
         falls is `flat` or `crawl`.
@@ -60,6 +61,11 @@ class Oscillate(Rule):
         "burst_free_rate": 0.08,
         # a second half still gaining this share of the progress is descending, not bouncing
         "max_late_gain": 0.1,
+        # zigzag: the second half's residual alternates (lag-1 autocorrelation at most this,
+        # sign changes of successive steps at least this share) with this amplitude / progress
+        "max_zigzag_lag1": -0.5,
+        "min_zigzag_sign_changes": 0.8,
+        "min_zigzag_amplitude": 0.05,
         # worsening: the second half drifts up by this share of the progress while its
         # scatter around the running level is at least min_late_noise of the progress
         "min_late_rise": 0.1,
@@ -101,17 +107,28 @@ class Oscillate(Rule):
             and late_gain < p["max_late_gain"]
         )
         worsening = late_gain <= -p["min_late_rise"] and noise >= p["min_late_noise"]
+        # period-2 zigzag (full-batch steps overshooting back and forth across a valley)
+        wave = curves.oscillation(c.y[half:])
+        zigzag = (
+            wave.lag1 <= p["max_zigzag_lag1"]
+            and wave.sign_change_rate >= p["min_zigzag_sign_changes"]
+            and wave.amplitude >= p["min_zigzag_amplitude"] * progress
+            and late_gain < p["max_late_gain"]
+        )
         rebounding = rebound >= p["min_rebound"] and c.best_index < len(c) - 1
-        if not (bouncing or worsening or rebounding):
+        if not (bouncing or worsening or rebounding or zigzag):
             return []
         margin = max(
             rate / p["min_excursion_rate"] if bouncing else 0.0,
+            wave.lag1 / p["max_zigzag_lag1"] if zigzag else 0.0,
             -late_gain / p["min_late_rise"] if worsening else 0.0,
             rebound / p["min_rebound"] if rebounding else 0.0,
         )
         confidence = 0.5 + 0.45 * min(1.0, (margin - 1.0) / 2 + 0.3) * min(1.0, len(c) / 100)
         if bouncing:
             what = f"{rate:.0%} of the second half's points leap more than {cut:.0%} of the progress above the running level"
+        elif zigzag:
+            what = f"it zigzags step to step (lag-1 autocorrelation {wave.lag1:.2f}, amplitude {wave.amplitude / progress:.0%} of the progress)"
         elif rebounding:
             what = f"after reaching {c.best:.4g} it climbs back to {c.end:.4g}"
         else:
@@ -130,6 +147,9 @@ class Oscillate(Rule):
                     "excursion_rate": rate,
                     "excursion_burst_lift": lift,
                     "late_noise_over_progress": noise,
+                    "late_sign_change_rate": wave.sign_change_rate,
+                    "late_lag1_autocorrelation": wave.lag1,
+                    "late_high_freq_power": wave.high_freq_power,
                     "excursion_threshold_over_progress": cut,
                     "max_excursion_over_progress": float(np.max(excursions)) if len(excursions) else 0.0,
                     "late_gain_over_progress": late_gain,
