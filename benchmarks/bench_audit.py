@@ -145,7 +145,7 @@ def main() -> None:
     for jobs in (1, 2):
         seconds, audit = timed(["audit", sweep, "-f", "json", "--no-cache", "--jobs", str(jobs)])
         results[f"jobs{jobs}_s"] = round(seconds, 2)
-        print(f"--jobs {jobs}, no cache: {seconds:.1f} s  ({audit['runs']} runs, {audit['by_status']})")
+        print(f"--jobs {jobs}, no cache: {seconds:.1f} s  ({audit['run_count']} runs, {audit['by_status']})")
     seconds, audit = timed(["audit", sweep, "-f", "json", "--jobs", "2"])
     print(f"--jobs 2, filling the cache: {seconds:.1f} s (read {audit['stats']['read']})")
     seconds, audit = timed(["audit", sweep, "-f", "json", "--jobs", "2"])

@@ -168,6 +168,7 @@ def test_cli_json_contract_and_fail_on(sweep: Path):
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["schema"] == "logdoctor.report/v1" and len(doc["runs"]) == 16
+    assert doc["audit"]["run_count"] == 16
     assert all(set(run) == RUN_KEYS for run in doc["runs"])
     audit_doc = doc["audit"]
     assert audit_doc["by_status"] == {"critical": 8, "warning": audit_doc["by_status"]["warning"],
@@ -187,6 +188,17 @@ def test_cli_human_formats_show_summary_and_link(sweep: Path, tmp_path: Path, fm
     text = out.read_text()
     for needle in ("Hyperparameter links", "diverge in 8/8 runs with lr", "Best healthy run", "lr0.03_s3"):
         assert needle in text, needle
+
+
+def test_cli_terminal_details_adds_the_run_blocks(sweep: Path, tmp_path: Path):
+    out = tmp_path / "details.txt"
+    plain = tmp_path / "plain.txt"
+    for extra, target in ((["--details"], out), ([], plain)):
+        result = CliRunner().invoke(app, ["audit", str(sweep), "-o", str(target), "-j", "1", "-q", *extra])
+        assert result.exit_code == 0, result.output
+    assert "first nonfinite step" not in plain.read_text().replace("_", " ")
+    details = out.read_text()
+    assert "Hyperparameter links" in details and "fix" in details and "lr0.03_s3" in details
 
 
 def test_cli_input_errors_are_one_line(tmp_path: Path, monkeypatch):

@@ -96,7 +96,7 @@ class AuditReport:
         best, metric = self.best
         return {
             "root": self.root,
-            "runs": len(self.results),
+            "run_count": len(self.results),
             "by_status": self.by_status,
             "by_code": self.by_code,
             "best": None if best is None else {"run": best.run, "metric": metric, "value": _jsonable(best.stats[metric])},
