@@ -205,6 +205,8 @@ def test_cli_input_errors_are_one_line(tmp_path: Path, monkeypatch):
     runner = CliRunner()
     missing = runner.invoke(app, ["audit", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and missing.stderr.strip().count("\n") == 0 and "no such file" in missing.stderr
+    url = runner.invoke(app, ["audit", "memory://no/such/sweep"])
+    assert url.exit_code == 2 and url.stderr.startswith("logdoctor: memory://no/such/sweep: ") and "no such file" in url.stderr
     import sys
 
     monkeypatch.setitem(sys.modules, "distributed", None)

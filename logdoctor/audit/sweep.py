@@ -43,8 +43,9 @@ def _plan(path: str | os.PathLike, absolute: bool) -> list[Task]:
     if is_url(path):
         try:
             return plan(str(path))
-        except ImportError:
-            raise ReadError(f"{path}: reading URLs needs fsspec (pip install 'logdoctor[dask]')") from None
+        except ImportError as exc:  # fsspec itself, or the backend for this protocol (s3fs, gcsfs...)
+            hint = " (pip install 'logdoctor[dask]')" if exc.name == "fsspec" else ""
+            raise ReadError(f"{path}: cannot read this URL ({exc}){hint}") from None
         except (OSError, ValueError) as exc:
             raise ReadError(f"{path}: cannot list this URL ({type(exc).__name__}: {exc})") from None
     p = Path(path)

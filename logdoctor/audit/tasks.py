@@ -117,6 +117,8 @@ def plan_remote(url: str) -> list[Task]:
     fs, root = fsspec.core.url_to_fs(url)
     protocol = url.split("://", 1)[0]
     root = root.rstrip("/")
+    if not fs.exists(root):
+        raise FileNotFoundError("no such file or folder")
     if fs.isfile(root):
         info = fs.info(root)
         return [Task(root=url, unit=url, fingerprint=_digest([root, _remote_version(info)]), size=info.get("size") or 0)]
