@@ -24,6 +24,8 @@ from .model import Series
 MAX_POINTS = 1024
 #: MAD -> standard deviation for Gaussian noise.
 MAD_SIGMA = 1.4826
+#: Smallest positive float: a floor for divisors that keeps every ratio scale-free.
+TINY = float(np.finfo(float).tiny)
 
 
 def first_nonfinite(values: np.ndarray) -> int | None:
@@ -45,8 +47,6 @@ class NonFinite:
     #: Every point from the first non-finite one to the end is non-finite: it never recovered.
     tail: bool
     kind: str  # 'nan', 'inf' or '-inf' (of the first bad point)
-    #: Finite points logged before the first bad one.
-    finite_before: int
 
 
 def nonfinite(series: Series) -> NonFinite | None:
@@ -64,7 +64,6 @@ def nonfinite(series: Series) -> NonFinite | None:
         count=int(len(bad)),
         tail=bool(len(bad) == len(ok) - i),
         kind=kind,
-        finite_before=i,
     )
 
 
@@ -383,8 +382,8 @@ def dominant_period(y: np.ndarray, min_period: int = 2, max_period: int | None =
 class Curve:
     """A loss-like series as rules see it: bucketed, smoothed, with its levels and noise.
 
-    Built once per series (cached), from finite points only; `bad` says
-    where the series stopped being finite.
+    Built once per series (cached), from finite points only (`nonfinite`
+    says where a series stops being a number).
     """
 
     name: str
@@ -399,34 +398,18 @@ class Curve:
     noise: float  # per-point noise sigma at full resolution (floored by the rounding step)
     y_noise: float  # noise sigma of the bucket medians
     quantum: float
-    bad: NonFinite | None
     smooth: np.ndarray  # rolling median of y
     start: float  # level at the start (median of the first few points)
     end: float  # level at the end (last smoothed value)
     best: float  # lowest smoothed level
     best_index: int
-    worst: float  # highest smoothed level
 
     def __len__(self) -> int:
         return len(self.y)
 
-    @property
-    def scale(self) -> float:
-        """Magnitude the relative measures divide by: the start level (never zero)."""
-        return max(abs(self.start), abs(self.start - self.best), self.y_noise, 1e-12)
-
-    @property
-    def progress(self) -> float:
-        """How far the smoothed curve ever got below its start level (>= 0)."""
-        return max(0.0, self.start - self.best)
-
     def step_at(self, i: int) -> int:
         """The (bucket-centre) step of bucket i, clamped to the series."""
         return int(round(self.steps[min(max(i, 0), len(self.steps) - 1)]))
-
-    def index_of_step(self, step: float) -> int:
-        """Index of the first bucket at or after `step`."""
-        return int(min(np.searchsorted(self.steps, step), len(self.steps) - 1))
 
 
 _CACHE: OrderedDict[tuple[int, int], tuple[Series, Curve | None]] = OrderedDict()
@@ -480,13 +463,11 @@ def _build(series: Series, max_points: int) -> Curve | None:
         noise=point_noise,
         y_noise=y_noise,
         quantum=q,
-        bad=nonfinite(series),
         smooth=sm,
         start=start,
         end=end,
         best=float(sm[best_index]),
         best_index=best_index,
-        worst=float(np.max(sm)),
     )
 
 

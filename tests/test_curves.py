@@ -192,8 +192,9 @@ def test_curve_ignores_an_outlier_first_point():
 
 def test_curve_of_nan_tail_uses_the_finite_part_and_records_the_tail():
     y = np.r_[np.linspace(2, 1, 100), np.full(50, np.nan)]
-    c = curves.curve(series(y))
-    assert c.n == 100 and c.last_step == 99 and c.bad.tail and c.bad.step == 100
+    s = series(y)
+    c, bad = curves.curve(s), curves.nonfinite(s)
+    assert c.n == 100 and c.last_step == 99 and bad.tail and bad.step == 100
 
 
 def test_curve_needs_three_finite_points_and_is_cached():

@@ -54,7 +54,7 @@ class Crawl(Rule):
         c = curves.curve(series)
         if c is None or len(c) < self.params["min_points"]:
             return []
-        scale = max(abs(c.start), c.y_noise, 1e-12)
+        scale = max(abs(c.start), c.y_noise, curves.TINY)
         drop = (c.start - c.end) / scale
         if not self.params["min_relative_drop"] <= drop <= self.params["max_relative_drop"]:
             return []

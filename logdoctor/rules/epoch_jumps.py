@@ -95,7 +95,7 @@ class EpochJumps(Rule):
         odd = _profile(b[e % 2 == 1], r[e % 2 == 1], bins)
         agree = _corr(even, odd)
         amplitude = float(np.max(profile) - np.min(profile))
-        ref = max(c.start - c.best, 0.05 * abs(c.start), 1e-12)
+        ref = max(c.start - c.best, 0.05 * abs(c.start), curves.TINY)
         boundary_jump = float(profile[0] - profile[-1])
         if agree < self.params["min_split_half_r"] or amplitude < self.params["min_amplitude"] * ref:
             return []

@@ -68,9 +68,9 @@ class Flat(Rule):
         # the level it settles at over the opening stretch; an early transient (a bump, or a
         # quick fall to the class prior) may precede it, but only a small one
         initial = curves.level(c.y, "start", self.params["opening"], min_points=1)
-        if (c.start - initial) / max(abs(c.start), 1e-12) > self.params["max_opening_drop"]:
+        if (c.start - initial) / max(abs(c.start), curves.TINY) > self.params["max_opening_drop"]:
             return []
-        scale = max(abs(initial), c.y_noise, 1e-12)
+        scale = max(abs(initial), c.y_noise, curves.TINY)
         drop_best = (initial - c.best) / scale
         drop_end = (initial - c.end) / scale
         max_drop = self.params["max_relative_drop"]
@@ -83,7 +83,7 @@ class Flat(Rule):
             if t.slope < 0 and late.slope / t.slope >= self.params["late_slope_ratio"]:
                 return []  # small but steady, unmistakable and still going: `crawl`
         spread = float(np.max(c.hi) - np.min(c.lo))
-        constant = spread <= max(c.quantum, 1e-12 * max(1.0, abs(c.start)))
+        constant = spread <= max(c.quantum, 1e-9 * abs(c.start))
         # how far inside the threshold it sits, and how much data backs it
         inside = 1.0 - max(drop_best, drop_end, 0.0) / max_drop
         support = min(1.0, len(c) / 20)

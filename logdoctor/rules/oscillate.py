@@ -47,8 +47,10 @@ class Oscillate(Rule):
     severity = "warning"
     defaults = {
         "min_points": 30,
-        # the run must have learned: progress / |start level|
+        # the run must have learned: progress / |start level|, and progress / noise of the
+        # smoothed levels (a loss hovering around zero has no meaningful start level)
         "min_progress": 0.3,
+        "min_progress_noise": 1.0,
         # an excursion: a point this share of the progress above the rolling median...
         "excursion": 0.1,
         # ...and this many robust sigmas of the point-to-point noise above it...
@@ -81,7 +83,7 @@ class Oscillate(Rule):
         if c is None or len(c) < self.params["min_points"]:
             return []
         progress = c.start - c.best
-        if progress <= 0 or progress < self.params["min_progress"] * abs(c.start):
+        if progress < self.params["min_progress"] * abs(c.start) or progress < self.params["min_progress_noise"] * c.y_noise:
             return []
         half = len(c) // 2
         late_gain = (c.smooth[half] - c.end) / progress
