@@ -177,7 +177,7 @@ def decay(n: int, start: float = 2.3, floor: float = 0.05, tau: float | None = N
     return (start - floor) * np.exp(-x / tau) + floor + noise * (start - floor) * RNG.standard_normal(n)
 
 
-@pytest.mark.parametrize("scale", [1e-3, 1.0, 5.0])
+@pytest.mark.parametrize("scale", [1e-30, 1e-3, 1.0, 5.0, 1e6])
 def test_flat_crawl_and_healthy_are_scale_free(scale):
     n = 1500
     x = np.arange(n)
@@ -332,3 +332,11 @@ def test_period_two_zigzag_is_oscillate_not_epoch_jumps():
     got = fired(diagnose(synthetic({"train_loss": (x, y)})))
     assert "oscillate" in got and "epoch_jumps" not in got
     assert got["oscillate"].evidence["late_lag1_autocorrelation"] < -0.9
+
+
+def test_validation_only_run_that_turns_up_is_not_oscillate_or_diverge():
+    # sparse validation, no training loss logged: a rising validation loss is overfit's business
+    x = np.arange(40) * 250
+    y = 0.6 + 1.4 * np.exp(-x / 1500) + 0.5 * np.clip(x - 4000, 0, None) / 6000 + 0.005 * RNG.standard_normal(40)
+    got = fired(diagnose(synthetic({"val_loss": (x, y)})))
+    assert not {"oscillate", "diverge", "flat", "crawl"} & set(got)

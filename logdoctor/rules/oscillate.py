@@ -6,7 +6,7 @@ import numpy as np
 from .. import curves
 from ..model import Finding
 from ..view import RunView
-from ._loss import primary_loss
+from ._loss import shape_loss
 from .base import Rule
 
 
@@ -78,7 +78,8 @@ class Oscillate(Rule):
     suppresses = ("spike",)
 
     def check(self, view: RunView) -> list[Finding]:
-        series = primary_loss(view)
+        # the training loss only: a validation loss that turns back up is `overfit`
+        series = shape_loss(view, "train_loss")
         c = curves.curve(series)
         if c is None or len(c) < self.params["min_points"]:
             return []
