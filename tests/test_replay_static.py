@@ -229,3 +229,18 @@ def test_probe_documentation_is_complete():
         doc = cls.doc()
         assert doc.get("Summary") and doc.get("Symptom") and doc.get("Fix"), code
         assert len([line for line in doc.get("Root causes", "").splitlines() if line.strip().startswith("- ")]) >= 2, code
+
+
+def test_lr_annealed_to_zero_at_the_planned_end_is_not_a_fault():
+    """A cosine schedule finished exactly at T_max: LR 0 is expected; update ratios judge the configured LR."""
+    model = mlp()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=20)
+    train(model, opt, 20, sched)
+    ckpt = checkpoint(model, opt, sched, step=20)
+    assert ckpt.optimizers[0]["param_groups"][0]["lr"] == 0.0
+    for code in ("optimizer_groups", "scheduler_exhausted", "update_ratio_low"):
+        assert run(code, ckpt).status == "clear", code
+    ckpt.step, ckpt.planned_steps = 20, 200  # the same LR 0 with 90 % of the run to go is a fault
+    ckpt.schedulers = []
+    assert run("optimizer_groups", ckpt).status == "fired"

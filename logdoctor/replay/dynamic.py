@@ -12,7 +12,7 @@ from torch import nn
 from ..model import Finding
 from .optim_rebuild import build_optimizer
 from .passes import get_pass, subset
-from .probe import Probe, ReplayContext, Skip, fmt, listed
+from .probe import Probe, ReplayContext, Skip, configured_lr, fmt, listed
 from .target import train_mode
 
 
@@ -471,12 +471,12 @@ class LrRange(Probe):
         best_lr, best = min(curve, key=lambda c: c[1])
         blowup = next((lr for lr, v in curve if lr > best_lr and v > start_loss), None)
         suggested = best_lr / 10
-        current = _current_lr(ctx)
+        current = _configured_lr(ctx)
         evidence = {
             "suggested_lr": suggested,
             "best_lr": best_lr,
             "blowup_lr": blowup,
-            "current_lr": current,
+            "configured_lr": current,
             "optimizer": kind,
             "start_loss": start_loss,
             "best_loss": best,
@@ -490,16 +490,18 @@ class LrRange(Probe):
             return [self.report(ctx, title=f"LR range test: suggested lr {fmt(suggested)} (best short-run lr {fmt(best_lr)})", confidence=0.6, where=None, evidence=evidence)]
         if current < best_lr / 10 ** self.params["too_low_decades"]:
             evidence["verdict"] = "too_low"
-            title = f"current lr {fmt(current)} is {fmt(best_lr / current)}x below the best lr {fmt(best_lr)} (suggested {fmt(suggested)})"
+            title = f"configured lr {fmt(current)} is {fmt(best_lr / current)}x below the best lr {fmt(best_lr)} (suggested {fmt(suggested)})"
         elif blowup is not None and current >= blowup:
             evidence["verdict"] = "too_high"
-            title = f"current lr {fmt(current)} is at or past where the loss blows up ({fmt(blowup)}; suggested {fmt(suggested)})"
+            title = f"configured lr {fmt(current)} is at or past where the loss blows up ({fmt(blowup)}; suggested {fmt(suggested)})"
         else:
             evidence["verdict"] = "in_band"
-            return [self.report(ctx, title=f"current lr {fmt(current)} is within the productive band (suggested {fmt(suggested)})", confidence=0.6, where=None, evidence=evidence)]
+            return [self.report(ctx, title=f"configured lr {fmt(current)} is within the productive band (suggested {fmt(suggested)})", confidence=0.6, where=None, evidence=evidence)]
         return [self.report(ctx, title=title, confidence=0.7, where=None, severity="warning", evidence=evidence)]
 
 
-def _current_lr(ctx: ReplayContext) -> float | None:
-    lrs = [float(g["lr"]) for opt in ctx.ckpt.optimizers for g in opt.get("param_groups", []) if isinstance(g.get("lr"), (int, float))]
+def _configured_lr(ctx: ReplayContext) -> float | None:
+    """The run's configured LR (largest over groups; the scheduler's peak, not its current position)."""
+    lrs = [configured_lr(g) for opt in ctx.ckpt.optimizers for g in opt.get("param_groups", [])]
+    lrs = [lr for lr in lrs if lr]
     return max(lrs) if lrs else None

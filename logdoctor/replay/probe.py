@@ -48,6 +48,16 @@ class ReplayContext:
                 self.cache["params"] = map_params(slots, candidate_params(self.ckpt.model))
         return self.cache["params"]
 
+    def finished(self) -> bool:
+        """Saved at the end of its planned run? (Then an LR annealed to 0 is expected, not a fault.)"""
+        if self.ckpt.planned_steps and self.ckpt.step is not None:
+            return self.ckpt.step >= self.ckpt.planned_steps
+        for state in self.ckpt.schedulers:
+            total = next((state[k] for k in ("T_max", "total_steps", "total_iters") if isinstance(state.get(k), (int, float))), None)
+            if total and isinstance(state.get("last_epoch"), (int, float)) and state["last_epoch"] >= total:
+                return True
+        return False
+
     def memo(self, key: str, compute):
         """Compute a shared intermediate (grad norms, update ratios...) once for all probes."""
         if key not in self.cache:
@@ -131,6 +141,19 @@ def _rounded(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_rounded(v) for v in value]
     return value
+
+
+def configured_lr(hyper: dict) -> float | None:
+    """A param group's configured (peak) LR: what schedulers record as max_lr / initial_lr, else its LR.
+
+    The update-ratio and LR-range probes judge the LR the run was set up with; where the
+    scheduler has taken it since is scheduler_exhausted's job.
+    """
+    for key in ("max_lr", "initial_lr", "lr"):
+        value = hyper.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and (value > 0 or key == "lr"):
+            return float(value)
+    return None
 
 
 def fmt(x: float) -> str:

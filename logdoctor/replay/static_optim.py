@@ -30,8 +30,8 @@ class OptimizerGroups(Probe):
     Symptom:
         Reports the LR, weight decay and eps each param group really had when
         the checkpoint was saved (what the scheduler left, not the config).
-        Fires when a group's LR is 0 after training started: its parameters
-        are not being updated.
+        Fires when a group's LR is 0 after training started and before its
+        planned end: its parameters are not being updated.
     Root causes:
         - a scheduler stepped past its end or annealed to eta_min=0 (see scheduler_exhausted)
         - a warmup that starts at LR 0 and was never stepped (scheduler.step() missing)
@@ -64,7 +64,7 @@ class OptimizerGroups(Probe):
                 groups.append(entry)
                 if entry.get("lr") == 0.0 and entry["params"]:
                     zero.append(label)
-        started = ctx.ckpt.step is None or ctx.ckpt.step > 0
+        started = (ctx.ckpt.step is None or ctx.ckpt.step > 0) and not ctx.finished()
         lrs = ", ".join(f"{e['group']} {e['optimizer']} lr {fmt(e.get('lr', float('nan')))}" for e in groups[:4])
         if zero and started:
             return [

@@ -275,7 +275,8 @@ def load_weights(model: nn.Module, ckpt: Checkpoint, notes: list[str]) -> bool:
             f"(checkpoint: {', '.join(list(ckpt.model)[:3])}; model: {', '.join(list(own)[:3])})"
         )
     model.load_state_dict(matched, strict=False)
-    missing = [k for k in own if k not in matched]
+    shared = {own[k].data_ptr() for k in matched}  # tied weights (lm_head = embedding) load with their twin
+    missing = [k for k in own if k not in matched and own[k].data_ptr() not in shared]
     if best_prefix:
         notes.append(f"checkpoint names carry the prefix '{best_prefix}'; matched without it")
     if missing or mismatched:

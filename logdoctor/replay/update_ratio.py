@@ -1,6 +1,8 @@
 """Update-to-weight ratio per tensor: ||lr * update|| / ||w||, healthy around 1e-3 (O22).
 
-Measured when the model and a batch are given (one step of the rebuilt
+The LR used is the one each group was configured with (the scheduler's peak,
+`initial_lr` / `max_lr`): a scheduler at its floor is scheduler_exhausted's
+finding, not a too-low LR. Measured when the model and a batch are given (one step of the rebuilt
 optimizer with its saved moments, on a copy of the model); otherwise estimated
 from the checkpoint alone: for Adam the next update is lr * m_hat / (sqrt(v_hat)
 + eps) (+ lr * wd * w for AdamW), for momentum SGD lr * momentum_buffer.
@@ -14,7 +16,7 @@ import torch
 
 from ..model import Finding
 from .optim_rebuild import build_optimizer
-from .probe import Probe, ReplayContext, Skip, fmt, listed
+from .probe import Probe, ReplayContext, Skip, configured_lr, fmt, listed
 from .target import train_mode
 
 
@@ -29,13 +31,14 @@ def estimated_ratios(ctx: ReplayContext) -> dict[str, float]:
     for slot in pmap.slots:
         name = pmap.names.get((slot.optimizer, slot.pid))
         w = ctx.ckpt.model.get(name) if name else None
-        if w is None or not isinstance(slot.hyper.get("lr"), (int, float)):
+        lr = configured_lr(slot.hyper)
+        if w is None or lr is None:
             continue
         w = w.detach().double()
         wnorm = float(w.norm())
         if wnorm == 0 or not math.isfinite(wnorm):
             continue
-        lr, st = float(slot.hyper["lr"]), slot.state
+        st = slot.state
         if isinstance(st.get("exp_avg"), torch.Tensor) and isinstance(st.get("exp_avg_sq"), torch.Tensor):
             t = max(_number(st.get("step", 1)), 1.0)
             b1, b2 = (float(b) for b in slot.hyper.get("betas", (0.9, 0.999)))
@@ -60,6 +63,8 @@ def measured_ratios(ctx: ReplayContext) -> dict[str, float]:
     model = target.copy()
     train_mode(model)
     opt, _ = build_optimizer(model, ctx)
+    for g in opt.param_groups:  # judge the configured LR, not where a scheduler has taken it
+        g["lr"] = configured_lr(g) or g["lr"]
     before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
     opt.zero_grad(set_to_none=True)
     loss, _ = target.loss(model)
@@ -153,11 +158,9 @@ class UpdateRatioLow(_UpdateRatio):
         further `outlier_factor` below it: the weights barely change per step.
     Root causes:
         - LR one to three decades too low (copied from another batch size or optimizer, or a too-cautious default)
-        - the scheduler left the LR at its floor (see scheduler_exhausted)
         - for single tensors: a param group with a far smaller LR, or weights with a huge norm
     Fix:
         - raise the LR (run the LR range test: a decade below where the loss diverges), per param group if only some tensors are low
-        - check the scheduler's position and floor (eta_min)
     Example:
         median ratio 2e-6 with lr 1e-6.
     """
@@ -165,7 +168,7 @@ class UpdateRatioLow(_UpdateRatio):
     code, severity, kind, direction = "update_ratio_low", "warning", "static", "low"
     defaults = {"limit": 1e-4, "outlier_factor": 10.0}
     explains = ("crawl", "flat")
-    cause_pattern = r"(\blr\b|learning rate)[^.;]*\b(low|small)|too low|under-?step|floor"
+    cause_pattern = r"(\blr\b|learning rate)[^.;]*\b(low|small)|too low|under-?step"
 
 
 class UpdateRatioHigh(_UpdateRatio):
