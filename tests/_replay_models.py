@@ -46,6 +46,13 @@ def mlp() -> nn.Module:
     )
 
 
+def mlp_frozen_first() -> nn.Module:
+    """The same network with its first layer frozen (a fine-tuning setup)."""
+    model = mlp()
+    model[0].requires_grad_(False)
+    return model
+
+
 def double_softmax() -> nn.Module:
     """Softmax inside the model, then CrossEntropyLoss: the classic diluted-gradient bug."""
     return nn.Sequential(mlp(), nn.Softmax(dim=1))

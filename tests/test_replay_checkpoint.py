@@ -206,3 +206,11 @@ def test_import_logdoctor_replay_does_not_import_torch():
     code = "import sys, logdoctor, logdoctor.replay, logdoctor.replay.command; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_whole_module_saved_needs_trust_then_reads(tmp_path):
+    torch.save({"model": mlp(), "step": 3}, tmp_path / "whole.pt")
+    with pytest.raises(ReplayError, match="refusing to unpickle"):
+        load_checkpoint(tmp_path / "whole.pt")
+    ckpt = load_checkpoint(tmp_path / "whole.pt", trust=True)
+    assert ckpt.layout == "training_dict" and "0.weight" in ckpt.model and ckpt.step == 3

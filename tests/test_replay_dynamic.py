@@ -207,3 +207,18 @@ def test_probes_run_on_cuda(workdir):
     statuses = {o.probe.code: o.status for o in result.outcomes}
     assert statuses["overfit_batch_failed"] == "clear" and statuses["no_grad"] == "clear"
     assert not result.warnings
+
+
+def test_frozen_parameters_still_in_the_optimizer(workdir):
+    """O17: the first layer frozen after the optimizer was built keeps its Adam state and weight decay."""
+    model = models.mlp()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    models.train(model, opt, 3)
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 3}, workdir / "frozen.pt")
+    ckpt = load_checkpoint(workdir / "frozen.pt")
+    ctx = ReplayContext(ckpt, build_target(ckpt, f"{MODELS}:mlp", str(workdir / "batch.pt"), None, None, "cpu"))
+    assert probe("frozen_in_optimizer", ctx).status == "clear"
+    frozen = ReplayContext(ckpt, build_target(ckpt, f"{MODELS}:mlp_frozen_first", str(workdir / "batch.pt"), None, None, "cpu"))
+    outcome = probe("frozen_in_optimizer", frozen)
+    assert outcome.status == "fired" and outcome.findings[0].evidence["frozen_in_optimizer"] == ["0.weight", "0.bias"]
+    assert probe("frozen_in_optimizer", ReplayContext(ckpt)).status == "skipped"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .dynamic import DeadRelu, GradExplode, GradVanish, InitLossOff, LrRange, NanSource, NoGrad, OverfitBatchFailed
 from .probe import Probe
-from .static_optim import AdamEpsUnderflow, DecayOnNormBias, NotInOptimizer, OptimizerGroups
+from .static_optim import AdamEpsUnderflow, DecayOnNormBias, FrozenInOptimizer, NotInOptimizer, OptimizerGroups
 from .static_schedule import ScalerCollapse, SchedulerExhausted
 from .static_weights import BatchNormStats, NanWeights, WeightNormOutlier
 from .update_ratio import UpdateRatioHigh, UpdateRatioLow
@@ -14,6 +14,7 @@ PROBES: tuple[type[Probe], ...] = (
     SchedulerExhausted,
     ScalerCollapse,
     NotInOptimizer,
+    FrozenInOptimizer,
     DecayOnNormBias,
     AdamEpsUnderflow,
     UpdateRatioLow,

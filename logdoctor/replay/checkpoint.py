@@ -140,6 +140,8 @@ def _int_or_none(value: Any) -> int | None:
 
 def _from_object(path: Path, obj: Any) -> Checkpoint:
     """Recognise the layout of one loaded file."""
+    if isinstance(obj, torch.nn.Module):  # torch.save(model): only loadable with --trust-checkpoint
+        return Checkpoint(str(path), "module", model=dict(obj.state_dict()))
     if _is_state_dict(obj):
         return Checkpoint(str(path), "state_dict", model=dict(obj))
     if _is_optimizer_state(obj):
@@ -176,6 +178,8 @@ def _from_object(path: Path, obj: Any) -> Checkpoint:
 
 def _tensors(obj: Any) -> dict[str, torch.Tensor]:
     """The tensor entries of a state_dict-like mapping (non-tensor extras dropped)."""
+    if isinstance(obj, torch.nn.Module):  # a whole module saved in place of its state_dict (trusted load)
+        obj = obj.state_dict()
     if not isinstance(obj, dict):
         return {}
     return {k: v for k, v in obj.items() if isinstance(k, str) and isinstance(v, torch.Tensor)}

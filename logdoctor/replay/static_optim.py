@@ -246,3 +246,47 @@ class NotInOptimizer(Probe):
                 },
             )
         ]
+
+
+class FrozenInOptimizer(Probe):
+    """Frozen parameters (requires_grad=False) are still in the optimizer and still move.
+
+    Symptom:
+        With --model, parameters the model marks requires_grad=False sit in a
+        param group that applies weight decay, or carry momentum / Adam state:
+        the optimizer keeps changing weights that were meant to stay fixed.
+    Root causes:
+        - requires_grad was set to False after the optimizer was built from model.parameters(), so the frozen tensors stayed in its groups
+        - a zero (not None) gradient on frozen tensors lets weight decay and momentum keep updating them
+    Fix:
+        - build the optimizer from [p for p in model.parameters() if p.requires_grad], or rebuild it after freezing
+        - set p.grad = None for frozen tensors (zero_grad(set_to_none=True)) and give them weight_decay=0 if they must stay in a group
+    Example:
+        `backbone.0.weight` (frozen) is in group0 with weight_decay 0.01 and has Adam moments.
+    """
+
+    code, severity = "frozen_in_optimizer", "warning"
+    explains = ()
+
+    def probe(self, ctx: ReplayContext) -> list[Finding]:
+        _need_optimizer(ctx)
+        if ctx.target is None:
+            raise Skip("needs --model to know which parameters are frozen")
+        pmap = ctx.params()
+        moving = [
+            pmap.name(s)
+            for s in pmap.slots
+            if pmap.names.get((s.optimizer, s.pid)) in ctx.target.frozen
+            and (float(s.hyper.get("weight_decay") or 0) > 0 or bool(s.state))
+        ]
+        if not moving:
+            return []
+        return [
+            self.report(
+                ctx,
+                title=f"{len(moving)} frozen tensor(s) still updated by the optimizer: {listed(moving, 4)}",
+                confidence=0.85 if pmap.exact else 0.65,
+                where=moving[0],
+                evidence={"frozen_in_optimizer": moving[:20], "frozen": len(ctx.target.frozen), "names_certain": pmap.exact},
+            )
+        ]
