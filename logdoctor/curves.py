@@ -270,6 +270,24 @@ def trend(x: np.ndarray, y: np.ndarray, max_points: int = 400) -> Trend:
     return Trend(float(slope), float(tau if np.isfinite(tau) else 0.0), float(p if np.isfinite(p) else 1.0), n)
 
 
+def pace(x: np.ndarray, y: np.ndarray) -> tuple[Trend, Trend, float]:
+    """Theil–Sen trends of the first and last third of a falling series, and their ratio.
+
+    The ratio (last slope / first slope) tells a steady pace (~1: a loss
+    inching down at a constant rate, as with an LR far too low) from
+    convergence (near 0: fast at first, then levelling off, as healthy runs
+    and power-law fine-tuning curves do). A first third that does not fall
+    while the last one does counts as steady (1.0).
+    """
+    third = max(1, len(y) // 3)
+    early, late = trend(x[:third], y[:third]), trend(x[-third:], y[-third:])
+    if early.slope < 0:
+        ratio = late.slope / early.slope
+    else:
+        ratio = 1.0 if late.slope < 0 else 0.0
+    return early, late, ratio
+
+
 # --------------------------------------------------------------------------- change points
 
 

@@ -212,3 +212,11 @@ def test_curve_of_two_million_points_is_linear_time():
     c = curves._build(s, curves.MAX_POINTS)
     assert time.perf_counter() - start < 1.5
     assert len(c) <= curves.MAX_POINTS
+
+
+def test_pace_tells_a_steady_crawl_from_convergence():
+    x = np.arange(3000)
+    steady = 2.3 - 0.05 * x / 3000 + 0.002 * RNG.standard_normal(3000)
+    power_law = 1.7 + 0.3 * (1 + x / 50) ** -0.5 + 0.002 * RNG.standard_normal(3000)
+    assert curves.pace(x, steady)[2] > 0.7
+    assert curves.pace(x, power_law)[2] < 0.3

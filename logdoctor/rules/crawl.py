@@ -15,9 +15,10 @@ class Crawl(Rule):
         A steady, significant downward trend (Mann-Kendall, Kendall's tau
         at most -0.3) whose total drop over the run is a small fraction of
         the starting loss (from half a percent up to a fifth), and which is not
-        levelling off: the last third still falls at least about as fast as
-        the run did on average. A healthy run drops steeply first and
-        decelerates; a crawling one inches down at an even pace. No NaN.
+        levelling off: the last third still falls at least half as fast as
+        the first third (Theil-Sen slopes). A healthy run, a fine-tune
+        included, drops steeply first and decelerates; a crawling one
+        inches down at an even pace. No NaN.
     Root causes:
         - learning rate one to three decades too low (copied from another batch size or optimizer, or a tiny "safe" default)
         - a scheduler stuck at its floor or stepped at the wrong cadence (see lr_schedule_mismatch)
@@ -45,8 +46,8 @@ class Crawl(Rule):
         "min_relative_drop": 0.005,
         # above it the loss has fallen too far to call the pace useless
         "max_relative_drop": 0.2,
-        # slope of the last third / slope of the whole run: a converging run decelerates below this
-        "min_late_slope_ratio": 0.5,
+        # slope of the last third / slope of the first third: a converging run decelerates below this
+        "min_late_to_early": 0.5,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -61,10 +62,8 @@ class Crawl(Rule):
         whole = curves.trend(c.steps, c.y)
         if not (whole.p_value < self.params["trend_p"] and whole.tau <= self.params["max_tau"] and whole.slope < 0):
             return []
-        third = len(c) - len(c) // 3
-        late = curves.trend(c.steps[third:], c.y[third:])
-        ratio = late.slope / whole.slope if whole.slope else 0.0
-        if ratio < self.params["min_late_slope_ratio"]:
+        early, late, ratio = curves.pace(c.steps, c.y)
+        if ratio < self.params["min_late_to_early"]:
             return []
         span = max(c.last_step - c.first_step, 1)
         # smaller drops and steadier paces are surer crawls
@@ -82,8 +81,9 @@ class Crawl(Rule):
                     "loss_end": c.end,
                     "relative_drop": drop,
                     "slope_per_1k_steps": whole.slope * 1000,
+                    "early_slope_per_1k_steps": early.slope * 1000,
                     "late_slope_per_1k_steps": late.slope * 1000,
-                    "late_to_overall_slope": ratio,
+                    "late_to_early_slope": ratio,
                     "trend_tau": whole.tau,
                     "p_value": whole.p_value,
                 },

@@ -53,11 +53,11 @@ class Flat(Rule):
         "max_relative_drop": 0.03,
         # a drop this small is still `crawl` when the decline is steady (Kendall's tau at most
         # trend_tau, p below trend_p), not negligible and still going in the last third:
-        # keep equal to crawl's max_tau, trend_p, min_relative_drop, min_late_slope_ratio
+        # keep equal to crawl's max_tau, trend_p, min_relative_drop, min_late_to_early
         "trend_tau": -0.3,
         "trend_p": 0.001,
         "negligible_drop": 0.005,
-        "late_slope_ratio": 0.5,
+        "late_to_early": 0.5,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -78,9 +78,7 @@ class Flat(Rule):
             return []
         t = curves.trend(c.steps, c.y)
         if t.p_value < self.params["trend_p"] and t.tau <= self.params["trend_tau"] and drop_end >= self.params["negligible_drop"]:
-            third = len(c) - len(c) // 3
-            late = curves.trend(c.steps[third:], c.y[third:])
-            if t.slope < 0 and late.slope / t.slope >= self.params["late_slope_ratio"]:
+            if curves.pace(c.steps, c.y)[2] >= self.params["late_to_early"]:
                 return []  # small but steady, unmistakable and still going: `crawl`
         spread = float(np.max(c.hi) - np.min(c.lo))
         constant = spread <= max(c.quantum, 1e-9 * abs(c.start))
