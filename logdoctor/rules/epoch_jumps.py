@@ -7,7 +7,7 @@ from .. import curves
 from ..model import Finding
 from ..view import RunView
 from ._loss import shape_loss
-from .base import Rule
+from .base import Rule, bullets
 
 
 class EpochJumps(Rule):
@@ -104,9 +104,16 @@ class EpochJumps(Rule):
         confidence = 0.5 + 0.45 * min(1.0, (agree - self.params["min_split_half_r"]) / (1 - self.params["min_split_half_r"]) + 0.2) * min(1.0, len(np.unique(e)) / 8)
         bsteps = steps[starts[(starts > 0) & (starts < len(steps))]]
         what = f"jumps {'up' if boundary_jump > 0 else 'down'} {abs(boundary_jump):.4g} at each boundary" if abs(boundary_jump) >= 0.5 * amplitude else "follows the same within-epoch pattern"
+        causes, fixes = bullets(self.doc()["Root causes"]), bullets(self.doc()["Fix"])
+        if boundary_jump < 0:
+            # a drop each time the data comes round again: memorisation is the likelier story
+            causes.insert(0, causes.pop(1))
+            fixes.insert(0, fixes.pop(1))
         return [
             self.finding(
                 series,
+                causes=causes,
+                fixes=fixes,
                 title=f"{series.name} repeats one pattern every epoch ({what}; {len(np.unique(e))} epochs of ~{period} points)",
                 steps=(int(bsteps[0]) if len(bsteps) else c.first_step, c.last_step),
                 confidence=confidence,
