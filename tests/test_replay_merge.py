@@ -175,3 +175,25 @@ def test_explain_prints_a_probe_page():
     result = CliRunner().invoke(app, ["explain", "update_ratio_low"], env=WIDE)
     assert result.exit_code == 0
     assert "Root causes" in result.stdout and "LR one to three decades too low" in result.stdout
+
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.mark.skipif(not (SHARED / "DESIGN.md").is_file(), reason="needs the shared design notes beside the checkout")
+def test_every_design_probe_code_has_a_probe():
+    from logdoctor.replay.catalogue import all_probes
+
+    text = (SHARED / "DESIGN.md").read_text(encoding="utf-8")
+    table = text.split("### Replay probe codes", 1)[1].split("##", 1)[0]
+    codes = set(re.findall(r"`([a-z_]+)`", table))
+    assert codes and codes <= set(all_probes()), codes - set(all_probes())
+
+
+def test_every_probe_a_rule_names_exists():
+    """Rules tell users which replay probe confirms them (their Probe: section); those probes must exist."""
+    from logdoctor.replay.catalogue import all_probes
+
+    for code, cls in all_rules().items():
+        named = set(re.findall(r"\b[a-z]+(?:_[a-z0-9]+)+\b", cls.doc().get("Probe", "")))
+        assert named <= set(all_probes()), f"rule {code} names unknown probes {named - set(all_probes())}"

@@ -38,9 +38,9 @@ class InitLossOff(Probe):
 
     code, severity, kind = "init_loss_off", "warning", "dynamic"
     defaults = {"tolerance": 0.5}
-    explains = ("crawl", "flat")
+    explains = ("init_loss", "crawl", "flat")
     cause_pattern = r"softmax|nllloss|probabilit|\binit"
-    ruled_out_pattern = r"\binit"  # a double softmax still starts near ln K
+    ruled_out_pattern = r"\binit|inputs not normali[sz]ed"  # a double softmax still starts near ln K
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         target = ctx.target
@@ -264,8 +264,8 @@ class GradExplode(Probe):
 
     code, severity, kind = "grad_explode", "critical", "dynamic"
     defaults = {"max_norm": 1e3, "ratio": 1e3}
-    explains = ("diverge", "spike", "grad_norm_trend")
-    cause_pattern = r"explo(d|sion)"
+    explains = ("diverge", "spike", "grad_norm_trend", "clip_saturation")
+    cause_pattern = r"explo(d|sion)|initiali[sz]ation too large"
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         norms = layer_grad_norms(ctx)

@@ -194,5 +194,5 @@ class UpdateRatioHigh(_UpdateRatio):
     #: Above 1e-2 rather than at it: Adam's early steps are sign-like (|m_hat / sqrt(v_hat)| ~ 1),
     #: so ~1e-2 is routine for small weights at lr 1e-3; 3e-2 is clearly past the band.
     defaults = {"limit": 3e-2, "outlier_factor": 10.0}
-    explains = ("oscillate", "diverge", "spike")
+    explains = ("oscillate", "diverge", "spike", "clip_saturation")
     cause_pattern = r"(\blr\b|learning rate)[^.;]*\b(high|large|big)|too high|over-?step"
