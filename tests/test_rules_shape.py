@@ -340,3 +340,10 @@ def test_validation_only_run_that_turns_up_is_not_oscillate_or_diverge():
     y = 0.6 + 1.4 * np.exp(-x / 1500) + 0.5 * np.clip(x - 4000, 0, None) / 6000 + 0.005 * RNG.standard_normal(40)
     got = fired(diagnose(synthetic({"val_loss": (x, y)})))
     assert not {"oscillate", "diverge", "flat", "crawl"} & set(got)
+
+
+def test_short_epoch_history_that_settles_then_climbs_back_is_oscillate():
+    x = np.arange(15)
+    y = np.array([2.3, 1.5, 1.0, 0.7, 0.55, 0.5, 0.6, 0.8, 0.9, 1.1, 1.0, 1.2, 1.1, 1.3, 1.2])
+    got = fired(diagnose(synthetic({"loss": (x, y)})))
+    assert "oscillate" in got and got["oscillate"].evidence["rebound_over_progress"] > 0.3

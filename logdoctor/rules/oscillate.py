@@ -46,7 +46,10 @@ class Oscillate(Rule):
     code = "oscillate"
     severity = "warning"
     defaults = {
+        # the statistical branches (bursts, zigzag, noisy drift) need this many points...
         "min_points": 30,
+        # ...a climb back after settling can be read from this many (a 10-epoch history)
+        "min_points_rebound": 10,
         # the run must have learned: progress / |start level|, and progress / noise of the
         # smoothed levels (a loss hovering around zero has no meaningful start level)
         "min_progress": 0.3,
@@ -81,7 +84,7 @@ class Oscillate(Rule):
         # the training loss only: a validation loss that turns back up is `overfit`
         series = shape_loss(view, "train_loss")
         c = curves.curve(series)
-        if c is None or len(c) < self.params["min_points"]:
+        if c is None or len(c) < self.params["min_points_rebound"]:
             return []
         progress = c.start - c.best
         if progress < self.params["min_progress"] * abs(c.start) or progress < self.params["min_progress_noise"] * c.y_noise:
@@ -104,15 +107,16 @@ class Oscillate(Rule):
         noise = curves.robust_sigma(raw[tail] - base) / progress
         rebound = (c.end - c.best) / progress
         p = self.params
-        bouncing = (
+        many = len(c) >= p["min_points"]
+        bouncing = many and (
             rate >= p["min_excursion_rate"]
             and (lift >= p["min_burst_lift"] or rate >= p["burst_free_rate"])
             and late_gain < p["max_late_gain"]
         )
-        worsening = late_gain <= -p["min_late_rise"] and noise >= p["min_late_noise"]
+        worsening = many and late_gain <= -p["min_late_rise"] and noise >= p["min_late_noise"]
         # period-2 zigzag (full-batch steps overshooting back and forth across a valley)
         wave = curves.oscillation(c.y[half:])
-        zigzag = (
+        zigzag = many and (
             wave.lag1 <= p["max_zigzag_lag1"]
             and wave.sign_change_rate >= p["min_zigzag_sign_changes"]
             and wave.amplitude >= p["min_zigzag_amplitude"] * progress
