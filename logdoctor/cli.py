@@ -109,6 +109,8 @@ def analyze(
     from .diagnose import analyze as run_analysis
     from .ingest import ReadError
 
+    if replay_ckpt is None and (model or batch or data or loss or trust_checkpoint):
+        raise fail("--model/--batch/--data/--loss/--trust-checkpoint only apply together with --replay CKPT")
     config = _load_config(config_file, path, select, ignore)
     try:
         with _progress("diagnosing", enabled=not quiet) as progress:

@@ -197,3 +197,8 @@ def test_every_probe_a_rule_names_exists():
     for code, cls in all_rules().items():
         named = set(re.findall(r"\b[a-z]+(?:_[a-z0-9]+)+\b", cls.doc().get("Probe", "")))
         assert named <= set(all_probes()), f"rule {code} names unknown probes {named - set(all_probes())}"
+
+
+def test_replay_options_without_replay_are_refused(demo):
+    result = CliRunner().invoke(app, ["analyze", str(demo), "--model", "x:y"], env=WIDE)
+    assert result.exit_code == 2 and "only apply together with --replay" in result.stderr

@@ -244,3 +244,15 @@ def test_lr_annealed_to_zero_at_the_planned_end_is_not_a_fault():
     ckpt.step, ckpt.planned_steps = 20, 200  # the same LR 0 with 90 % of the run to go is a fault
     ckpt.schedulers = []
     assert run("optimizer_groups", ckpt).status == "fired"
+
+
+def test_name_keyed_optimizer_state_maps_directly():
+    """FSDP-style optimizer state dicts key parameters by name instead of index."""
+    model, opt = adamw(wd=0.1)
+    sd = opt.state_dict()
+    names = [n for n, _ in model.named_parameters()]
+    sd = {"state": {names[i]: st for i, st in sd["state"].items()}, "param_groups": [{**g, "params": [names[i] for i in g["params"]]} for g in sd["param_groups"]]}
+    ckpt = checkpoint(model)
+    ckpt.optimizers = [sd]
+    ev = run("decay_on_norm_bias", ckpt).findings[0].evidence
+    assert ev["names_certain"] is True and "3.weight" in ev["examples"]

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import copy
 import math
-from collections import OrderedDict
 
 import numpy as np
 import torch
@@ -135,11 +134,11 @@ class OverfitBatchFailed(Probe):
         return self.report(ctx, title=title, confidence=0.85, where="one batch", evidence=evidence)
 
 
-def layer_grad_norms(ctx: ReplayContext) -> "OrderedDict[str, float]":
+def layer_grad_norms(ctx: ReplayContext) -> dict[str, float]:
     """Gradient L2 norm per layer (module), input side first, for layers holding a weight matrix."""
     p = get_pass(ctx)
     shapes = dict(ctx.target.trainable)
-    layers: OrderedDict[str, list[float]] = OrderedDict()
+    layers: dict[str, list[float]] = {}
     matrix: set[str] = set()
     for name, g in p.grad_norms.items():
         layer = name.rsplit(".", 1)[0] if "." in name else name
@@ -147,7 +146,7 @@ def layer_grad_norms(ctx: ReplayContext) -> "OrderedDict[str, float]":
             layers.setdefault(layer, []).append(g)
         if len(shapes.get(name, ())) >= 2:
             matrix.add(layer)
-    return OrderedDict((k, math.sqrt(sum(x * x for x in v))) for k, v in layers.items() if k in matrix)
+    return {k: math.sqrt(sum(x * x for x in v)) for k, v in layers.items() if k in matrix}
 
 
 class NoGrad(Probe):

@@ -25,7 +25,7 @@ class Slot:
 
     optimizer: int
     group: int
-    pid: int
+    pid: int | str  # an index, or the parameter's name in name-keyed (FSDP-style) state dicts
     #: The optimizer's per-parameter state (exp_avg, exp_avg_sq, momentum_buffer, step...).
     state: dict
     hyper: dict  # the group's hyperparameters (lr, weight_decay, eps, betas...)
@@ -82,6 +82,10 @@ def optimizer_slots(optimizers: list[dict]) -> list[Slot]:
 def map_params(slots: list[Slot], params: list[tuple[str, tuple[int, ...]]], source: str = "checkpoint") -> ParamMap:
     """Match slots to names: straight order when it fits, else per-group subsequences by shape."""
     pmap = ParamMap(slots=slots, params=params, source=source)
+    if slots and all(isinstance(s.pid, str) for s in slots):  # name-keyed state (FSDP optim_state_dict)
+        pmap.names = {(s.optimizer, s.pid): s.pid for s in slots}
+        pmap.exact = True
+        return pmap
     if len(slots) == len(params) and all(s.shape in (None, p[1]) for s, p in zip(slots, params)):
         pmap.names = {(s.optimizer, s.pid): p[0] for s, p in zip(slots, params)}
         pmap.exact = all(s.shape is not None for s in slots) or source == "model"
