@@ -13,6 +13,7 @@ rules (and starting the CLI) stays cheap.
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -432,6 +433,8 @@ class Curve:
 
 _CACHE: OrderedDict[tuple[int, int], tuple[Series, Curve | None]] = OrderedDict()
 _CACHE_SIZE = 64
+#: Runs may be diagnosed on threads (a threaded dask worker): the cache is shared.
+_CACHE_LOCK = threading.Lock()
 
 
 def curve(series: Series | None, max_points: int = MAX_POINTS) -> Curve | None:
@@ -443,14 +446,16 @@ def curve(series: Series | None, max_points: int = MAX_POINTS) -> Curve | None:
     if series is None:
         return None
     key = (id(series), max_points)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is series:
-        _CACHE.move_to_end(key)
-        return hit[1]
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None and hit[0] is series:
+            _CACHE.move_to_end(key)
+            return hit[1]
     result = _build(series, max_points)
-    _CACHE[key] = (series, result)
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    with _CACHE_LOCK:
+        _CACHE[key] = (series, result)
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
     return result
 
 
