@@ -407,6 +407,8 @@ class Curve:
 
     name: str
     steps: np.ndarray  # bucket step centres
+    first: np.ndarray  # first step of each bucket
+    last: np.ndarray  # last step of each bucket
     y: np.ndarray  # bucket medians
     lo: np.ndarray
     hi: np.ndarray
@@ -476,6 +478,8 @@ def _build(series: Series, max_points: int) -> Curve | None:
     return Curve(
         name=series.name,
         steps=b.steps,
+        first=b.first,
+        last=b.last,
         y=b.med,
         lo=b.lo,
         hi=b.hi,

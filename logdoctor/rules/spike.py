@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import curves
-from ..model import Finding
+from ..model import Finding, Series
 from ..view import RunView
 from ._loss import primary_loss
 from .base import Rule
@@ -87,11 +87,11 @@ class Spike(Rule):
         mass = sum(min(1.0, h / ref) for _, h, _ in spikes)
         warn = mass >= self.params["warn_mass"]
         confidence = 0.5 + 0.45 * min(1.0, mass / (2 * self.params["warn_mass"])) * curves.sigmoid((top[2] - self.params["k_sigma"]) / 2)
-        steps = [c.step_at(p) for p, _, _ in spikes]
+        steps = [_peak_step(series, c, p) for p, _, _ in spikes]
         return [
             self.finding(
                 series,
-                title=f"{series.name} spikes {len(spikes)} time(s) and recovers; the largest (+{top[1]:.4g}) at step {c.step_at(top[0])}",
+                title=f"{series.name} spikes {len(spikes)} time(s) and recovers; the largest (+{top[1]:.4g}) at step {_peak_step(series, c, top[0])}",
                 steps=(min(steps), max(steps)),
                 confidence=confidence,
                 severity="warning" if warn else "info",
@@ -106,6 +106,14 @@ class Spike(Rule):
                 },
             )
         ]
+
+
+def _peak_step(series: Series, c: curves.Curve, bucket: int) -> int:
+    """The exact step of the highest raw value inside a bucket (full resolution where it matters)."""
+    lo, hi = np.searchsorted(series.steps, [c.first[bucket], c.last[bucket]], side="left")
+    values = series.values[lo : hi + 1]
+    values = np.where(np.isfinite(values), values, -np.inf)
+    return int(series.steps[lo + int(np.argmax(values))])
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
