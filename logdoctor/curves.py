@@ -360,14 +360,22 @@ def autocorrelation(y: np.ndarray) -> np.ndarray:
 
 
 def moving_average(y: np.ndarray, window: int) -> np.ndarray:
-    """Centred moving average (linear time via cumulative sums; the window shrinks at the edges)."""
+    """Centred mean over exactly `window` points (NaN where it does not fit), in linear time.
+
+    Averaging over exactly one period cancels any pattern with that period
+    and keeps a linear trend, so `y - moving_average(y, period)` is the
+    periodic part plus noise.
+    """
     y = np.asarray(y, dtype=float)
     n = len(y)
-    half = max(0, window // 2)
+    window = max(1, int(window))
     cs = np.r_[0.0, np.cumsum(y)]
-    lo = np.clip(np.arange(n) - half, 0, n)
-    hi = np.clip(np.arange(n) + half + 1, 0, n)
-    return (cs[hi] - cs[lo]) / (hi - lo)
+    lo = np.arange(n) - window // 2
+    hi = lo + window
+    out = np.full(n, np.nan)
+    ok = (lo >= 0) & (hi <= n)
+    out[ok] = (cs[hi[ok]] - cs[lo[ok]]) / window
+    return out
 
 
 def dominant_period(y: np.ndarray, min_period: int = 2, max_period: int | None = None) -> tuple[int, float]:
@@ -382,7 +390,8 @@ def dominant_period(y: np.ndarray, min_period: int = 2, max_period: int | None =
     if n < 3 * min_period:
         return 0, 0.0
     resid = y - moving_average(y, max(5, n // 4))
-    ac = autocorrelation(resid)
+    ac = autocorrelation(resid[np.isfinite(resid)])
+    n = len(ac)
     hi = min(max_period or n // 3, n // 3, n - 2)
     if hi < min_period:
         return 0, 0.0

@@ -220,3 +220,12 @@ def test_pace_tells_a_steady_crawl_from_convergence():
     power_law = 1.7 + 0.3 * (1 + x / 50) ** -0.5 + 0.002 * RNG.standard_normal(3000)
     assert curves.pace(x, steady)[2] > 0.7
     assert curves.pace(x, power_law)[2] < 0.3
+
+
+def test_moving_average_over_one_period_cancels_the_pattern_and_keeps_the_trend():
+    x = np.arange(600)
+    pattern = np.tile(RNG.standard_normal(20), 30)
+    y = 0.01 * x + pattern
+    ma = curves.moving_average(y, 20)
+    ok = np.isfinite(ma)
+    assert ok.sum() == 581 and np.allclose((y - ma)[ok] - pattern[ok], (y - ma)[ok][0] - pattern[ok][0], atol=1e-9)

@@ -80,7 +80,7 @@ class EpochJumps(Rule):
         length = np.diff(edges)
         whole = np.abs(length - period) <= 0.2 * period
         inside &= whole[np.clip(epoch_of, 0, len(whole) - 1)]
-        detrended = y - _centered_mean(y, period)
+        detrended = y - curves.moving_average(y, period)
         inside &= np.isfinite(detrended)
         idx = np.flatnonzero(inside)
         if len(np.unique(epoch_of[idx])) < self.params["min_epochs"]:
@@ -145,22 +145,6 @@ class EpochJumps(Rule):
         if period < self.params["min_points_per_epoch"] or strength < self.params["min_period_strength"]:
             return np.array([], dtype=int), "none"
         return np.arange(period, len(y), period), "loss period"
-
-
-def _centered_mean(y: np.ndarray, period: int) -> np.ndarray:
-    """Centred moving average over exactly one period (NaN where the window does not fit).
-
-    Averaging over a whole period cancels any pattern with that period and
-    keeps a linear trend, so `y - this` is the periodic part plus noise.
-    """
-    cs = np.r_[0.0, np.cumsum(y)]
-    out = np.full(len(y), np.nan)
-    half = period // 2
-    lo = np.arange(len(y)) - half
-    hi = lo + period
-    ok = (lo >= 0) & (hi <= len(y))
-    out[ok] = (cs[hi[ok]] - cs[lo[ok]]) / period
-    return out
 
 
 def _profile(bins: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
