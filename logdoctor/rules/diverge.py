@@ -54,7 +54,7 @@ class Diverge(Rule):
         # isolated NaN/inf points (not a tail) count when at least this share of points
         "min_intermittent_share": 0.0,
     }
-    suppresses = ("oscillate", "spike", "flat", "crawl", "plateau", "epoch_jumps")
+    suppresses = ("oscillate", "spike", "flat", "crawl", "epoch_jumps")
 
     def check(self, view: RunView) -> list[Finding]:
         for series in loss_series(view):
