@@ -256,3 +256,22 @@ def test_name_keyed_optimizer_state_maps_directly():
     ckpt.optimizers = [sd]
     ev = run("decay_on_norm_bias", ckpt).findings[0].evidence
     assert ev["names_certain"] is True and "3.weight" in ev["examples"]
+
+
+def test_scaler_collapse_from_a_real_gradscaler():
+    """A real GradScaler whose scaled loss overflows every step halves itself down toward 1."""
+    import torch.nn.functional as F
+
+    from _replay_models import batch
+
+    model = mlp()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler("cpu")
+    x, y = batch()
+    for _ in range(20):
+        opt.zero_grad()
+        scaler.scale(F.cross_entropy(model(x), y) * 1e38).backward()
+        scaler.step(opt)
+        scaler.update()
+    outcome = run("scaler_collapse", checkpoint(model, opt, scaler=scaler.state_dict()))
+    assert outcome.status == "fired" and outcome.findings[0].evidence["scale"] <= 8

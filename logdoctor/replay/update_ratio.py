@@ -97,8 +97,9 @@ def ratio_summary(ctx: ReplayContext) -> dict:
         ratios = {n: r for n, r in ratios.items() if math.isfinite(r)}
         if not ratios:
             raise Skip("no tensor with both weights and Adam/momentum state to compare")
-        matrices = [r for n, r in ratios.items() if len(shapes.get(n, ())) >= 2] or list(ratios.values())
-        return {"ratios": ratios, "method": method, "median": statistics.median(matrices)}
+        # Weight matrices only: biases and norm shifts start at 0, so their relative updates are huge early on.
+        matrices = {n: r for n, r in ratios.items() if len(shapes.get(n, ())) >= 2} or ratios
+        return {"ratios": matrices, "method": method, "median": statistics.median(matrices.values())}
 
     if "ratio_summary" not in ctx.cache:
         try:
@@ -153,9 +154,9 @@ class UpdateRatioLow(_UpdateRatio):
     """Updates are tiny relative to the weights: the LR is effectively too low.
 
     Symptom:
-        The update-to-weight L2 ratio per tensor (healthy near 1e-3) has its
-        median over weight matrices below `limit`, or single tensors sit a
-        further `outlier_factor` below it: the weights barely change per step.
+        The update-to-weight L2 ratio per weight matrix (healthy near 1e-3)
+        has its median below `limit`, or single matrices sit a further
+        `outlier_factor` below it: the weights barely change per step.
     Root causes:
         - LR one to three decades too low (copied from another batch size or optimizer, or a too-cautious default)
         - for single tensors: a param group with a far smaller LR, or weights with a huge norm
@@ -175,8 +176,8 @@ class UpdateRatioHigh(_UpdateRatio):
     """Updates are large relative to the weights: the LR is effectively too high.
 
     Symptom:
-        The update-to-weight L2 ratio per tensor (healthy near 1e-3) has its
-        median over weight matrices above `limit`, or single tensors a further
+        The update-to-weight L2 ratio per weight matrix (healthy near 1e-3)
+        has its median above `limit`, or single matrices a further
         `outlier_factor` above it: each step rewrites a visible fraction of
         the weights.
     Root causes:
