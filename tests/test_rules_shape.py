@@ -348,3 +348,14 @@ def test_short_epoch_history_that_settles_then_climbs_back_is_oscillate():
     y = np.array([2.3, 1.5, 1.0, 0.7, 0.55, 0.5, 0.6, 0.8, 0.9, 1.1, 1.0, 1.2, 1.1, 1.3, 1.2])
     got = fired(diagnose(synthetic({"loss": (x, y)})))
     assert "oscillate" in got and got["oscillate"].evidence["rebound_over_progress"] > 0.3
+
+
+def test_one_overflowed_loss_in_a_learning_run_is_not_diverge_but_many_are():
+    n = 2000
+    x = np.arange(n)
+    y = decay(n)
+    y[700] = np.inf
+    assert "diverge" not in {f.code for f in diagnose(synthetic({"train_loss": (x, y)}))}
+    y[::40] = np.nan
+    got = fired(diagnose(synthetic({"train_loss": (x, y)})))
+    assert got["diverge"].severity == "warning" and got["diverge"].evidence["nan_tail"] is False

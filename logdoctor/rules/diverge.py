@@ -51,8 +51,9 @@ class Diverge(Rule):
         "min_rise_noise": 6.0,
         # share of the last tenth of the run that must stay in the upper half of the rise
         "min_tail_share": 0.8,
-        # isolated NaN/inf points (not a tail) count when at least this share of points
-        "min_intermittent_share": 0.0,
+        # isolated NaN/inf points (not a tail) count from this share of the points: an
+        # occasional overflowed fp16 loss in a run that carries on learning is not a divergence
+        "min_intermittent_share": 0.01,
     }
     suppresses = ("oscillate", "spike", "flat", "crawl", "epoch_jumps")
 
@@ -71,7 +72,7 @@ class Diverge(Rule):
         if bad is None:
             return None
         share = bad.count / len(series)
-        if not bad.tail and share <= self.params["min_intermittent_share"]:
+        if not bad.tail and share < self.params["min_intermittent_share"]:
             return None
         finite = series.values[: bad.index]
         finite = finite[np.isfinite(finite)]
