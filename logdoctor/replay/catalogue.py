@@ -1,7 +1,10 @@
 """Every replay probe, in the order they run (cheap static checks first)."""
 from __future__ import annotations
 
-from .dynamic import DeadRelu, GradExplode, GradVanish, InitLossOff, LrRange, NanSource, NoGrad, OverfitBatchFailed
+from .dynamic_forward import DeadRelu, NanSource
+from .dynamic_grads import GradExplode, GradVanish, NoGrad
+from .dynamic_loss import InitLossOff, OverfitBatchFailed
+from .lr_range import LrRange
 from .probe import Probe
 from .static_optim import AdamEpsUnderflow, DecayOnNormBias, FrozenInOptimizer, NotInOptimizer, OptimizerGroups
 from .static_schedule import ScalerCollapse, SchedulerExhausted

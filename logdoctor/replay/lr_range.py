@@ -1,0 +1,132 @@
+"""The LR range test probe: which LRs make progress from the checkpoint weights."""
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import torch
+
+from ..model import Finding
+from .optim_rebuild import build_optimizer
+from .probe import Probe, ReplayContext, Skip, configured_lr, fmt
+from .target import train_mode
+
+
+class LrRange(Probe):
+    """LR range test: which LRs make progress from the checkpoint weights, and where the loss blows up.
+
+    Symptom:
+        For `points` LRs spaced geometrically from `min_lr` to `max_lr`, the
+        model restarts from the checkpoint weights with a fresh optimizer of
+        the run's kind and takes `steps` updates; the loss afterwards is
+        recorded. (Restarting per LR, instead of Smith's single growing-LR
+        run, keeps the test honest on a single probe batch, where progress
+        would otherwise accumulate.) Fires when the run's current LR is more
+        than two decades below the best LR, or at/above the LR where the loss
+        ends worse than it started.
+    Root causes:
+        - an LR copied from a different batch size, optimizer or model, one to three decades off the productive band
+        - a scheduler that left the LR at its floor, or a warmup that never ended
+    Fix:
+        - set the LR near the suggested value (a decade below the best short-horizon LR), then re-check warmup
+        - re-run the range test whenever batch size, optimizer or architecture changes
+    Example:
+        current lr 1e-6; best 3e-2, suggested 3e-3; loss blows up from 1.
+    """
+
+    code, severity, kind = "lr_range", "info", "dynamic"
+    defaults = {"min_lr": 1e-7, "max_lr": 10.0, "points": 22, "steps": 5, "too_low_decades": 2.0}
+    explains = ("crawl", "flat", "oscillate", "diverge", "spike")
+    LOW = r"(\blr\b|learning rate)[^.;]*\b(low|small)|too low|under-?step"
+    HIGH = r"(\blr\b|learning rate)[^.;]*\b(high|large|big)|too high|over-?step"
+
+    def confirms(self, finding: Finding) -> list[tuple[str, str]]:
+        verdict = finding.evidence.get("verdict")
+        if verdict == "too_low":
+            return [("crawl", self.LOW), ("flat", self.LOW)]
+        if verdict == "too_high":
+            return [(c, self.HIGH) for c in ("oscillate", "diverge", "spike")]
+        return []
+
+    def rules_out(self, outcome) -> list[tuple[str, str]]:
+        verdicts = {f.evidence.get("verdict") for f in outcome.findings}
+        low = [("crawl", self.LOW), ("flat", self.LOW)]
+        if "in_band" in verdicts:
+            return low + [(c, self.HIGH) for c in ("oscillate", "diverge", "spike")]
+        if "no_descent" in verdicts:
+            return low
+        return []
+
+    def sweep(self, ctx: ReplayContext) -> tuple[float, list[tuple[float, float]], str]:
+        """(start loss, [(lr, loss after `steps` updates)], optimizer kind), stopping once past divergence."""
+        target = ctx.target
+        model = target.copy()
+        train_mode(model)
+        start = copy.deepcopy(model.state_dict())
+        with torch.no_grad():
+            start_loss = float(target.loss(model)[0])
+        curve: list[tuple[float, float]] = []
+        kind = ""
+        for lr in np.geomspace(self.params["min_lr"], self.params["max_lr"], int(self.params["points"])):
+            model.load_state_dict(start)
+            opt, kind = build_optimizer(model, ctx, fresh=True)
+            for g in opt.param_groups:
+                g["lr"] = float(lr)
+            for i in range(int(self.params["steps"])):
+                opt.zero_grad(set_to_none=True)
+                loss, _ = target.loss(model, target.batches[i % len(target.batches)])
+                if not loss.requires_grad or not torch.isfinite(loss):
+                    break
+                loss.backward()
+                opt.step()
+            with torch.no_grad():
+                after = float(target.loss(model)[0])
+            curve.append((float(lr), after if math.isfinite(after) else math.inf))
+            if len(curve) >= 2 and min(curve[-1][1], curve[-2][1]) > start_loss:
+                if any(v < start_loss for _, v in curve):
+                    break
+        del model, start
+        return start_loss, curve, kind
+
+    def probe(self, ctx: ReplayContext) -> list[Finding]:
+        start_loss, curve, kind = self.sweep(ctx)
+        if not math.isfinite(start_loss):
+            raise Skip("the loss at the checkpoint weights is not finite (see nan_source)")
+        best_lr, best = min(curve, key=lambda c: c[1])
+        blowup = next((lr for lr, v in curve if lr > best_lr and v > start_loss), None)
+        suggested = best_lr / 10
+        current = _configured_lr(ctx)
+        evidence = {
+            "suggested_lr": suggested,
+            "best_lr": best_lr,
+            "blowup_lr": blowup,
+            "configured_lr": current,
+            "optimizer": kind,
+            "start_loss": start_loss,
+            "best_loss": best,
+            "loss_by_lr": {f"{lr:.2g}": float(f"{v:.4g}") for lr, v in curve},
+        }
+        if not best < 0.98 * start_loss:
+            evidence["verdict"] = "no_descent"
+            return [self.report(ctx, title=f"LR range test: no LR in {self.params['min_lr']:g}..{fmt(curve[-1][0])} lowers the loss (not an LR problem)", confidence=0.6, where=None, severity="warning", evidence=evidence)]
+        if current is None:
+            evidence["verdict"] = "unknown"
+            return [self.report(ctx, title=f"LR range test: suggested lr {fmt(suggested)} (best short-run lr {fmt(best_lr)})", confidence=0.6, where=None, evidence=evidence)]
+        if current < best_lr / 10 ** self.params["too_low_decades"]:
+            evidence["verdict"] = "too_low"
+            title = f"configured lr {fmt(current)} is {fmt(best_lr / current)}x below the best lr {fmt(best_lr)} (suggested {fmt(suggested)})"
+        elif blowup is not None and current >= blowup:
+            evidence["verdict"] = "too_high"
+            title = f"configured lr {fmt(current)} is at or past where the loss blows up ({fmt(blowup)}; suggested {fmt(suggested)})"
+        else:
+            evidence["verdict"] = "in_band"
+            return [self.report(ctx, title=f"configured lr {fmt(current)} is within the productive band (suggested {fmt(suggested)})", confidence=0.6, where=None, evidence=evidence)]
+        return [self.report(ctx, title=title, confidence=0.7, where=None, severity="warning", evidence=evidence)]
+
+
+def _configured_lr(ctx: ReplayContext) -> float | None:
+    """The run's configured LR (largest over groups; the scheduler's peak, not its current position)."""
+    lrs = [configured_lr(g) for opt in ctx.ckpt.optimizers for g in opt.get("param_groups", [])]
+    lrs = [lr for lr in lrs if lr]
+    return max(lrs) if lrs else None
