@@ -222,3 +222,11 @@ def test_frozen_parameters_still_in_the_optimizer(workdir):
     outcome = probe("frozen_in_optimizer", frozen)
     assert outcome.status == "fired" and outcome.findings[0].evidence["frozen_in_optimizer"] == ["0.weight", "0.bias"]
     assert probe("frozen_in_optimizer", ReplayContext(ckpt)).status == "skipped"
+
+
+def test_soft_targets_with_cross_entropy(workdir):
+    x, y = models.batch()
+    torch.save({"x": x, "y": torch.nn.functional.one_hot(y, models.CLASSES).float()}, workdir / "soft.pt")
+    ctx = context(workdir, "mlp", steps=0, loss="cross_entropy", batch=str(workdir / "soft.pt"))
+    assert probe("init_loss_off", ctx).status == "clear"
+    assert probe("overfit_batch_failed", ctx).status == "clear"

@@ -234,6 +234,8 @@ def loss_function(name: str | None, targets: torch.Tensor) -> tuple[str, Callabl
     def classification(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if out.dim() == 3 and out.shape[:2] == y.shape:  # (batch, sequence, classes)
             out, y = out.reshape(-1, out.shape[-1]), y.reshape(-1)
+        if y.is_floating_point() and y.shape == out.shape:  # soft / one-hot targets
+            return F.cross_entropy(out, y) if name == "cross_entropy" else -(out * y).sum(dim=1).mean()
         return F.cross_entropy(out, y.long()) if name == "cross_entropy" else F.nll_loss(out, y.long())
 
     regressions = {
