@@ -156,3 +156,14 @@ def test_many_runs_are_drawn_in_worker_processes_in_order(monkeypatch):
     pooled = list(plots.draw_all(d.runs, progress=lambda i, n: seen.append((i, n)), jobs=2))
     assert [p.png for p in pooled] == serial
     assert seen == [(i, 8) for i in range(1, 9)]
+
+
+def test_reused_figures_leak_nothing_between_runs():
+    """The plotter empties and reuses axes; a run drawn after others must look exactly as when drawn alone."""
+    from _report_fixtures import flat
+
+    runs = [scaler(), diverging(), overfitting(), healthy(), flat(), evil()]
+    alone = [RunPlotter().png(rd) for rd in runs]
+    shared = RunPlotter()
+    again = [shared.png(rd) for rd in runs + runs[::-1]]
+    assert again[:6] == alone and again[6:] == alone[::-1]

@@ -129,26 +129,34 @@ def plot_series_for(rd: RunDiagnosis) -> list[Panel]:
 
 
 class RunPlotter:
-    """Draws run figures as PNG bytes, reusing one cleared figure per panel count (no figure or canvas per run)."""
+    """Draws run figures as PNG bytes, reusing one figure and its axes per layout.
+
+    A layout is (number of panels, LR twin axis or not). Between runs the axes
+    are emptied and their scales reset rather than rebuilt: building axes
+    creates every tick object anew, which was about half the cost of a figure.
+    """
 
     def __init__(self, width_in: float = 8.0, dpi: int = 100):
         from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
         from matplotlib.ticker import FuncFormatter
 
         self._step_ticks = FuncFormatter(_steps_label)
-        self._lr_ticks = FuncFormatter(_lr_label)
+        self._number_ticks = FuncFormatter(_number_label)
         self._Figure = Figure
         self.width_in = width_in
         self.dpi = dpi
-        self._figures: dict[int, object] = {}
+        self._layouts: dict[tuple[int, bool], tuple[object, list, object]] = {}
 
-    def _figure(self, n: int):
-        fig = self._figures.get(n)
+    def _layout(self, n: int, twin: bool):
+        """(figure, panel axes, twin axes or None), empty and ready to draw on."""
+        cached = self._layouts.get((n, twin))
+        if cached is not None:
+            fig, axes, tw = cached
+            for ax in axes + ([tw] if tw is not None else []):
+                _empty(ax)
+            return cached
         height = 2.7 + 1.45 * (n - 1)
-        if fig is None:
-            fig = self._Figure(figsize=(self.width_in, height), dpi=self.dpi)
-            self._figures[n] = fig
-        fig.clear()
+        fig = self._Figure(figsize=(self.width_in, height), dpi=self.dpi)
         # fixed margins in inches (room for the LR twin axis and the legends above each panel):
         # a layout engine would measure every text box per figure and double the drawing time
         fig.subplots_adjust(
@@ -156,27 +164,47 @@ class RunPlotter:
             bottom=0.5 / height, top=1 - 0.3 / height, hspace=0.35 * 2.0 / max(n, 1),
         )
         heights = [2.0] + [1.0] * (n - 1)
-        axes = fig.subplots(n, 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
-        return fig, list(axes)
+        axes = list(fig.subplots(n, 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0])
+        for ax in axes:
+            ax.tick_params(labelsize=8)
+            ax.grid(True, alpha=0.25)
+        axes[-1].set_xlabel("step")
+        axes[-1].xaxis.set_major_formatter(self._step_ticks)
+        tw = None
+        if twin:
+            tw = axes[0].twinx()
+            tw.set_ylabel("learning rate", fontsize=9, color=LINE_COLOR["lr"])
+            tw.tick_params(labelsize=8, colors=LINE_COLOR["lr"])
+        self._layouts[(n, twin)] = (fig, axes, tw)
+        return fig, axes, tw
 
     def png(self, rd: RunDiagnosis) -> bytes | None:
         """The run's figure as PNG bytes, or None when it logs nothing drawable."""
         panels = plot_series_for(rd)
         if not panels:
             return None
-        fig, axes = self._figure(len(panels))
+        fig, axes, twin = self._layout(len(panels), bool(panels[0].twin))
         for ax, panel in zip(axes, panels):
-            _draw_panel(ax, panel, self._lr_ticks)
+            _draw_panel(ax, panel, self._number_ticks, twin if panel.twin else None)
         _shade_findings(axes, panels, rd)
-        axes[-1].set_xlabel("step")
-        axes[-1].xaxis.set_major_formatter(self._step_ticks)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=self.dpi)
         return buf.getvalue()
 
 
-def _lr_label(x: float, _pos=None) -> str:
-    """LR ticks as 3e-4 rather than 0.00030."""
+def _empty(ax) -> None:
+    """Remove what the last run drew and undo its scale and limits; keep ticks, grid and styling."""
+    for artist in [*ax.lines, *ax.patches, *ax.texts, *ax.collections]:
+        artist.remove()
+    if ax.legend_ is not None:
+        ax.legend_.remove()
+    ax.set_yscale("linear")  # also restores the default tick locators and formatters
+    ax.relim()
+    ax.autoscale(True)
+
+
+def _number_label(x: float, _pos=None) -> str:
+    """Value ticks as the report writes numbers: 3e-4 rather than 0.00030, 65,536 rather than 2^16."""
     return fmt_num(float(x))
 
 
@@ -190,7 +218,17 @@ def _steps_label(x: float, _pos=None) -> str:
     return f"{x:g}"
 
 
-def _draw_panel(ax, panel: Panel, lr_ticks) -> None:
+def _log_y(ax, number_ticks, base: float = 10) -> None:
+    """Log y scale with plain-number labels and no minor ticks (mathtext labels and minor ticks triple the drawing time)."""
+    from matplotlib.ticker import NullLocator
+
+    ax.set_yscale("log", base=base)
+    ax.yaxis.set_major_formatter(number_ticks)
+    ax.yaxis.set_minor_locator(NullLocator())
+
+
+def _draw_panel(ax, panel: Panel, number_ticks, twin=None) -> None:
+    """Draw a panel's lines on `ax` (and its LR on `twin`), log-scaled where a curve spans decades."""
     positive = True
     spans = []
     nan_marks = 0
@@ -216,26 +254,21 @@ def _draw_panel(ax, panel: Panel, lr_ticks) -> None:
                 bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
             )
             nan_marks += 1
-    if spans and positive and max(hi for _, hi in spans) / min(lo for lo, _ in spans) > 100:
-        ax.set_yscale("log")
     if panel.key == "loss_scale" and positive and spans:
-        ax.set_yscale("log", base=2)
+        _log_y(ax, number_ticks, base=2)
+    elif spans and positive and max(hi for _, hi in spans) / min(lo for lo, _ in spans) > 100:
+        _log_y(ax, number_ticks)
     ax.set_ylabel(panel.ylabel, fontsize=9)
-    ax.tick_params(labelsize=8)
-    ax.grid(True, alpha=0.25)
     handles, labels = ax.get_legend_handles_labels()
-    for role, s in panel.twin:
-        twin = ax.twinx()
+    for _role, s in panel.twin[:1]:
         x, y = downsample(s.steps, s.values)
         twin.plot(x, y, color=LINE_COLOR["lr"], lw=1.0, ls="--", label=s.name if s.name.lower() in ("lr", "learning_rate") else f"lr: {s.name}")
         if len(y) and y.min() > 0 and y.max() / y.min() > 1000:
-            twin.set_yscale("log")
+            _log_y(twin, number_ticks)
         else:
-            twin.yaxis.set_major_formatter(lr_ticks)
+            twin.yaxis.set_major_formatter(number_ticks)
             if len(y) and y.min() >= 0 and y.max() > 0:
                 twin.set_ylim(0, y.max() * 1.08)  # from zero: a constant LR is a flat line, not scaled noise
-        twin.set_ylabel("learning rate", fontsize=9, color=LINE_COLOR["lr"])
-        twin.tick_params(labelsize=8, colors=LINE_COLOR["lr"])
         h, lab = twin.get_legend_handles_labels()
         handles, labels = handles + h, labels + lab
     if handles:
