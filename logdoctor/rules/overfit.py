@@ -19,7 +19,10 @@ class Overfit(Rule):
         training loss over the same steps keeps falling: the train/val gap
         widens. A validation curve that only flattens out is *not* overfitting.
         When no validation loss is logged, a validation accuracy that peaks and
-        then falls is read the same way.
+        then falls is read the same way. A training loss that drops in a
+        staircase at every epoch boundary belongs to the same picture (the
+        model recognises examples it has already seen), so `epoch_jumps` is
+        not reported next to it.
     Root causes:
         - the model has more capacity than the data supports and is memorising the training set
         - too little regularisation: no or weak weight decay, dropout or augmentation
@@ -38,6 +41,7 @@ class Overfit(Rule):
 
     code = "overfit"
     severity = "warning"
+    suppresses = ("epoch_jumps",)
     defaults = {
         "min_val_points": 5,
         "min_points_after_min": 3,
