@@ -242,12 +242,14 @@ def _varint(buf: np.ndarray, pos: np.ndarray, lim: np.ndarray) -> tuple[np.ndarr
 
 def _gather(buf: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarray:
     """Little-endian numbers of `width` bytes at arbitrary (unaligned) offsets."""
-    return buf[pos[:, None] + np.arange(width)].view(dtype).ravel()
+    return tfrecord.unaligned(buf, dtype)[pos]
 
 
 def _byte(buf: np.ndarray, pos: np.ndarray, end: np.ndarray) -> np.ndarray:
     """buf[pos] where pos < end, else 0 (0 is never a valid field key)."""
     inside = pos < end
+    if inside.all():
+        return buf[pos]
     out = np.zeros(len(pos), dtype=np.uint8)
     out[inside] = buf[pos[inside]]
     return out
@@ -263,36 +265,51 @@ def _field(buf, pos, end, key):
     return present, np.where(present, start, pos), np.where(present, stop, pos)
 
 
-def _names_equal(buf, start, stop, name: bytes) -> np.ndarray:
-    """Does buf[start:stop] equal `name`, per row?"""
-    same = (stop - start) == len(name)
-    rows = np.flatnonzero(same)
-    if len(rows):
-        got = buf[start[rows][:, None] + np.arange(len(name))]
-        same[rows] = (got == np.frombuffer(name, np.uint8)).all(axis=1)
-    return same
+def _names_equal(buf, start, stop, *names: bytes) -> list[np.ndarray]:
+    """Per name (each shorter than 8 bytes): does buf[start:stop] equal it, per row?
+
+    A length-delimited string is preceded by its one-byte length, so the 8
+    bytes ending at `stop` are `len(name), name` exactly when it matches.
+    """
+    fits = (stop - start) == len(names[0])
+    word = np.zeros(len(start), dtype=np.uint64)
+    word[fits] = _gather(buf, stop[fits] - 8, 8, "<u8")
+    return [fits & (word == np.uint64(int.from_bytes(bytes([len(n)]) + n, "little"))) for n in names]
 
 
 def _factorize(buf: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
-    """Distinct byte strings buf[start:stop] -> (code per row, the distinct strings)."""
+    """Distinct byte strings buf[start:stop] -> (code per row, the distinct strings).
+
+    Each string is read as 8-byte words (the last one read so that it ends at
+    `stop`, then shifted, so nothing outside the string or the buffer is read),
+    hashed, grouped by hash and then checked word by word against its group's
+    first row: equal hashes of different strings cannot merge tags.
+    """
+    u64 = tfrecord.unaligned(buf, "<u8")
     length = stop - start
-    width = max(8, int(-(-length.max() // 8) * 8))
-    idx = np.minimum(start[:, None] + np.arange(width), len(buf) - 1)
-    mat = buf[idx]
-    mat[idx >= stop[:, None]] = 0
-    words = mat.view("<u8")
     h = length.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    words = []
     with np.errstate(over="ignore"):
-        for w in range(words.shape[1]):
-            h = (h ^ words[:, w]) * np.uint64(0x100000001B3)
+        for w in range(max(1, int(-(-length.max() // 8)))):
+            rem = length - 8 * w  # bytes of the string from this word on
+            full = rem >= 8
+            part = (rem > 0) & ~full
+            word = np.zeros(len(start), dtype=np.uint64)
+            word[full] = u64[start[full] + 8 * w]
+            if part.any():
+                shift = (8 * (8 - rem[part])).astype(np.uint64)
+                word[part] = u64[stop[part] - 8] >> shift
+            h = (h ^ word) * np.uint64(0x100000001B3)
             h ^= h >> np.uint64(29)
-    uniq, first, inv = np.unique(h, return_index=True, return_inverse=True)
+            words.append(word)
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
     rep = first[inv]
-    if not ((words == words[rep]).all() and (length == length[rep]).all()):  # hash collision: exact path
+    exact = (length == length[rep]).all() and all((word == word[rep]).all() for word in words)
+    if not exact:  # a hash collision (practically never): group the bytes themselves
         seen: dict[bytes, int] = {}
-        codes = np.array([seen.setdefault(row[:n].tobytes(), len(seen)) for row, n in zip(mat, length)], np.int64)
-        return codes, list(seen)
-    return inv.astype(np.int64), [mat[i, : length[i]].tobytes() for i in first]
+        codes = [seen.setdefault(buf[a:b].tobytes(), len(seen)) for a, b in zip(start.tolist(), stop.tolist())]
+        return np.array(codes, np.int64), list(seen)
+    return inv.astype(np.int64), [buf[start[i] : stop[i]].tobytes() for i in first]
 
 
 def _decode_batch(batch: tfrecord.Batch, col: _Collector) -> np.ndarray:
@@ -339,8 +356,7 @@ def _decode_batch(batch: tfrecord.Batch, col: _Collector) -> np.ndarray:
     pn, n0, n1 = _field(buf, d0, d1, 0x0A)
     pn &= pd & has_md
     n0, n1 = np.where(pn, n0, 0), np.where(pn, n1, 0)
-    is_scalars = pn & _names_equal(buf, n0, n1, _SCALARS)
-    is_hparams = pn & _names_equal(buf, n0, n1, _HPARAMS)
+    is_scalars, is_hparams = (pn & eq for eq in _names_equal(buf, n0, n1, _SCALARS, _HPARAMS))
     fallback[rows[~good | is_hparams]] = True
     good &= ~is_hparams
     other = tens & has_md & ~is_scalars  # histograms, images, text...: skipped

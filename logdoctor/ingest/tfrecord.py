@@ -7,10 +7,10 @@ A TFRecord file is a sequence of records::
 Two readers live here and must agree byte for byte (a test checks it):
 
 * `scan_batches` — the fast path. A tight Python walk collects record offsets
-  for a block of the file (streamed in chunks, so memory stays bounded), then
-  numpy checks every header CRC at once and the C `crc32c` package checks each
-  record's data. It yields batches of (buffer, data offsets, data lengths) for
-  the vectorised event decoder.
+  for a block of the file (streamed in chunks, so memory stays bounded); then
+  numpy checks every header CRC and every data CRC of the block at once. It
+  yields batches of (buffer, data offsets, data lengths) for the vectorised
+  event decoder.
 * `iter_records` — the reference path: one record at a time, as plainly as the
   format allows.
 
@@ -20,8 +20,12 @@ CRC fails makes its length untrustworthy, so the reader resynchronises at the
 next offset holding a valid header, counting the bytes it skipped. A file that
 ends mid-record (a killed run) keeps every complete record and says so once.
 
-If the C `crc32c` package is missing, data CRCs fall back to a vectorised numpy
-implementation of CRC-32C (slower, same results).
+CRC-32C for many short records is computed vectorised (CRC is linear, so a
+record's CRC is an XOR of per-position table lookups): on the 2M-record
+benchmark file that is faster than one call per record into the C `crc32c`
+package (~0.13 vs ~0.16 us per record). Records over 1 KiB and the reference
+path use the C package; without it they fall back to plain Python tables
+(slow, same results).
 """
 from __future__ import annotations
 
@@ -97,7 +101,7 @@ def crc32c_many(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np
         return out
     big = lengths > _VEC_DEPTH
     for i in np.flatnonzero(big):
-        out[i] = _crc32c_py(buf[offsets[i] : offsets[i] + lengths[i]].tobytes())
+        out[i] = crc32c(buf[offsets[i] : offsets[i] + lengths[i]].data)
     small = np.flatnonzero(~big)
     if not len(small):
         return out
@@ -126,19 +130,28 @@ def masked(crc: np.ndarray | int):
 
 
 def crc32c(data: bytes | memoryview) -> int:
-    """CRC-32C of one buffer: the C package when installed, else the numpy tables."""
+    """CRC-32C of one buffer: the C package when installed, else plain Python tables."""
     if _c_crc32c is not None:
         return _c_crc32c(data)
-    arr = np.frombuffer(data, dtype=np.uint8)
-    return int(crc32c_many(arr, np.zeros(1, np.int64), np.array([len(arr)], np.int64))[0])
+    return _crc32c_py(bytes(data))
+
+
+def unaligned(buf: np.ndarray, dtype: str) -> np.ndarray:
+    """A view of `buf` (uint8) whose element i is the `dtype` number starting at byte i.
+
+    numpy allows a one-byte stride for wider types, so reading numbers at
+    arbitrary offsets is one gather instead of a byte gather per number.
+    """
+    width = np.dtype(dtype).itemsize
+    return np.ndarray((max(len(buf) - width + 1, 0),), dtype=dtype, buffer=buf, strides=(1,))
 
 
 def _gather_u32(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    return buf[pos[:, None] + np.arange(4)].view("<u4").ravel()
+    return unaligned(buf, "<u4")[pos]
 
 
 def _gather_u64(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    return buf[pos[:, None] + np.arange(8)].view("<u8").ravel()
+    return unaligned(buf, "<u8")[pos]
 
 
 def headers_ok(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -255,56 +268,41 @@ class Batch:
     first: int
 
 
-def _walk(data: bytes, pos: int) -> tuple[list[int], list[int], int]:
-    """Offsets of consecutive records from `pos` that fit in `data`, with their data CRCs.
+def _walk(data: bytes, pos: int) -> tuple[list[int], int]:
+    """Offsets of consecutive records from `pos` that fit in `data`.
 
-    Lengths are not trusted yet (their header CRCs are checked afterwards, all at
-    once). The C CRC runs inside this loop because one pass over the records is
-    the cheapest place for it; without the C package `crcs` stays empty and the
-    caller computes them vectorised.
+    Lengths are not trusted yet (their header CRCs are checked afterwards, all
+    at once), so this loop — the only per-record Python left — does nothing else.
     """
     unpack = _U64.unpack_from
-    limit = len(data) - HEADER
-    stop = len(data) - FOOTER - HEADER
+    size = len(data)
+    limit = size - HEADER
+    frame = HEADER + FOOTER
     starts: list[int] = []
-    crcs: list[int] = []
     add = starts.append
-    if _c_crc32c is None:
-        while pos <= limit:
-            (length,) = unpack(data, pos)
-            if pos + length > stop:
-                break
-            add(pos)
-            pos += length + HEADER + FOOTER
-        return starts, crcs, pos
-    add_crc, crc, view = crcs.append, _c_crc32c, memoryview(data)
     while pos <= limit:
-        (length,) = unpack(data, pos)
-        if pos + length > stop:
+        nxt = pos + unpack(data, pos)[0] + frame
+        if nxt > size:
             break
         add(pos)
-        end = pos + HEADER + length
-        add_crc(crc(view[pos + HEADER : end]))
-        pos = end + FOOTER
-    return starts, crcs, pos
+        pos = nxt
+    return starts, pos
 
 
-def _data_crc_ok(buf: np.ndarray, offs: np.ndarray, lens: np.ndarray, crcs: np.ndarray | None) -> np.ndarray:
-    """Per record: does the stored masked CRC match the data (crcs from the walk, or computed here)?"""
-    got = crcs if crcs is not None else crc32c_many(buf, offs, lens)
-    return masked(got) == _gather_u32(buf, offs + lens)
+def _data_crc_ok(buf: np.ndarray, offs: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Per record: does the stored masked CRC match the data?"""
+    return masked(crc32c_many(buf, offs, lens)) == _gather_u32(buf, offs + lens)
 
 
 def _frame_block(data: bytes, buf: np.ndarray, eof: bool, base: int, damage: Damage, skipping: int | None, chunk: int):
-    """Frame one block: (record starts with intact headers, their data CRCs, first unconsumed
-    offset, bytes to read next, skip state).
+    """Frame one block: (record starts with intact headers, first unconsumed offset,
+    bytes to read next, skip state).
 
     `skipping` is the file offset where an unfinished resynchronisation began
     (a corrupted header whose successor has not been found yet), else None.
     """
     pos = 0
     parts: list[np.ndarray] = []
-    crc_parts: list[np.ndarray] = []
     want = chunk
     while True:
         if skipping is not None:
@@ -314,14 +312,12 @@ def _frame_block(data: bytes, buf: np.ndarray, eof: bool, base: int, damage: Dam
                 break
             damage.skipped.append((skipping, base + nxt - skipping))
             skipping, pos = None, nxt
-        starts, crcs, end = _walk(data, pos)
+        starts, end = _walk(data, pos)
         arr = np.asarray(starts, dtype=np.int64)
-        crc_arr = np.asarray(crcs, dtype=np.uint32)
         bad = np.flatnonzero(~headers_ok(buf, arr))
         if len(bad):  # every length after a bad header is garbage: cut there
-            arr, crc_arr, end = arr[: bad[0]], crc_arr[: bad[0]], starts[bad[0]]
+            arr, end = arr[: bad[0]], starts[bad[0]]
         parts.append(arr)
-        crc_parts.append(crc_arr)
         if len(bad) or (end + HEADER <= len(data) and not _header_ok_at(data, end)):
             skipping, pos = base + end, end + 1
             continue
@@ -331,8 +327,7 @@ def _frame_block(data: bytes, buf: np.ndarray, eof: bool, base: int, damage: Dam
             want = max(chunk, end + HEADER + length + FOOTER - len(data))
         break
     starts_all = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    crcs_all = (np.concatenate(crc_parts) if parts else np.zeros(0, np.uint32)) if _c_crc32c is not None else None
-    return starts_all, crcs_all, pos, want, skipping
+    return starts_all, pos, want, skipping
 
 
 def scan_batches(path: Path, damage: Damage, chunk: int | None = None) -> Iterator[Batch]:
@@ -346,11 +341,11 @@ def scan_batches(path: Path, damage: Damage, chunk: int | None = None) -> Iterat
             eof = len(more) < want
             data = data + more if data else more
             buf = np.frombuffer(data, dtype=np.uint8)
-            starts, crcs, pos, want, skipping = _frame_block(data, buf, eof, base, damage, skipping, chunk)
+            starts, pos, want, skipping = _frame_block(data, buf, eof, base, damage, skipping, chunk)
             if len(starts):
                 lens = _gather_u64(buf, starts).astype(np.int64)
                 offs = starts + HEADER
-                good = _data_crc_ok(buf, offs, lens, crcs)
+                good = _data_crc_ok(buf, offs, lens)
                 if not good.all():
                     damage.bad_crc += int(len(good) - good.sum())
                     offs, lens = offs[good], lens[good]
