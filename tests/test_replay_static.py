@@ -13,6 +13,9 @@ from logdoctor.replay.catalogue import all_probes  # noqa: E402
 from logdoctor.replay.checkpoint import Checkpoint  # noqa: E402
 from logdoctor.replay.probe import ReplayContext  # noqa: E402
 
+#: Several tests step schedulers on purpose without (or more often than) the optimizer.
+pytestmark = pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before:UserWarning")
+
 
 def run(code: str, ckpt: Checkpoint, **thresholds):
     return all_probes()[code](thresholds or None).run(ReplayContext(ckpt))
@@ -157,16 +160,18 @@ def test_scheduler_stepped_past_its_total():
 
 def test_scheduler_at_floor_with_most_of_the_run_left():
     """HF-style: a LambdaLR (no total in its state) decayed to ~0 at step 50 of a 1,000-step run."""
-    model, opt = adamw(steps=1)
+    model = mlp()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / 50))
-    for _ in range(50):
-        sched.step()
+    train(model, opt, 50, sched)
     fired = run("scheduler_exhausted", checkpoint(model, opt, sched, step=50, planned=1000))
     assert fired.status == "fired" and fired.findings[0].evidence["planned_steps"] == 1000
     at_end = run("scheduler_exhausted", checkpoint(model, opt, sched, step=50, planned=52))
     assert at_end.status == "clear"
-    unknown = run("scheduler_exhausted", checkpoint(model, opt, sched, step=50, planned=None))
-    assert unknown.status == "skipped"
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)  # no per-parameter step count to compare with
+    plain = torch.optim.lr_scheduler.LambdaLR(sgd, lambda s: 0.01)
+    train(model, sgd, 5, plain)
+    assert run("scheduler_exhausted", checkpoint(model, sgd, plain, step=5, planned=None)).status == "skipped"
 
 
 @pytest.mark.parametrize(
@@ -275,3 +280,22 @@ def test_scaler_collapse_from_a_real_gradscaler():
         scaler.update()
     outcome = run("scaler_collapse", checkpoint(model, opt, scaler=scaler.state_dict()))
     assert outcome.status == "fired" and outcome.findings[0].evidence["scale"] <= 8
+
+
+def test_scheduler_stepped_per_micro_batch():
+    """Gradient accumulation over 4 micro-batches with scheduler.step() on every micro-batch."""
+    model = mlp()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    for _ in range(10):
+        train(model, opt, 1)
+        for _ in range(4):
+            sched.step()
+    outcome = run("scheduler_exhausted", checkpoint(model, opt, sched, step=10))
+    assert outcome.status == "fired"
+    assert outcome.findings[0].evidence["optimizer_steps"] == 10 and outcome.findings[0].evidence["scheduler_steps_per_optimizer_step"] == 4.0
+    in_step = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    for _ in range(10):
+        train(model, opt, 1)
+        in_step.step()
+    assert run("scheduler_exhausted", checkpoint(model, opt, in_step, step=20)).status == "clear"

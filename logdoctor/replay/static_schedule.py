@@ -42,10 +42,12 @@ class SchedulerExhausted(Probe):
         The saved scheduler has stepped beyond the length it was built for
         (last_epoch > T_max / total_steps / total_iters), or its LR is at a
         small fraction of the base LR while the run still had a large part of
-        its planned steps to go.
+        its planned steps to go, or it has stepped `cadence_ratio` or more
+        times per update the optimizer actually applied (Adam's step count).
     Root causes:
         - the schedule was sized in epochs (or in optimizer steps) but stepped every batch (or every micro-batch under gradient accumulation), so it ran out early
         - T_max / num_training_steps computed from the wrong dataset length, batch size or epoch count
+        - under AMP, many optimizer steps skipped by the GradScaler while the scheduler kept stepping
         - a cosine schedule stepped past T_max climbs back up (it is periodic), giving an unplanned second cycle
     Fix:
         - step the scheduler at the granularity its total was computed in: per optimizer step for warmup/cosine/OneCycle (inside the accumulation boundary), per epoch for epoch schedulers
@@ -55,7 +57,7 @@ class SchedulerExhausted(Probe):
     """
 
     code, severity = "scheduler_exhausted", "warning"
-    defaults = {"floor_fraction": 0.05, "remaining_fraction": 0.1}
+    defaults = {"floor_fraction": 0.05, "remaining_fraction": 0.1, "cadence_ratio": 1.5}
     explains = ("lr_schedule_mismatch", "crawl", "flat")
     cause_pattern = r"schedul|floor|t_max|total_steps|cadence|stepped"
     ruled_out_pattern = r"floor|scheduler length|t_max"
@@ -68,36 +70,60 @@ class SchedulerExhausted(Probe):
         for i, state in enumerate(ctx.ckpt.schedulers):
             pos = schedule_position(state)
             where = f"scheduler{i}" + (f" ({pos['family']})" if "family" in pos else "")
-            last, total, frac = pos["last_epoch"], pos.get("planned_total"), pos.get("lr_fraction_of_base")
             evidence = {k: v for k, v in pos.items() if k != "family"}
-            run_total, step = ctx.ckpt.planned_steps, ctx.ckpt.step
-            checked = checked or bool(last is not None and total) or bool(frac is not None and run_total and step is not None)
-            if last is not None and total and last > total:
-                findings.append(
-                    self.report(
-                        ctx,
-                        title=f"scheduler stepped {fmt(last)} times, {fmt(last / total)}x its planned total of {fmt(total)}",
-                        confidence=0.9,
-                        where=where,
-                        evidence=evidence,
-                    )
-                )
-                continue
-            if frac is not None and frac <= self.params["floor_fraction"] and run_total and step is not None:
-                remaining = 1 - step / run_total
-                if remaining >= self.params["remaining_fraction"]:
-                    findings.append(
-                        self.report(
-                            ctx,
-                            title=f"LR at {frac:.1%} of its base with {remaining:.0%} of the run's {run_total:,} steps to go",
-                            confidence=0.85,
-                            where=where,
-                            evidence={**evidence, "step": step, "planned_steps": run_total},
-                        )
-                    )
+            opt_steps = optimizer_steps(ctx, i)
+            checks = (self._past_total(pos), self._floor_early(ctx, pos), self._cadence(pos, opt_steps))
+            checked = checked or any(c is not None for c in checks)
+            problem = next((c for c in checks if c), None)
+            if problem:
+                title, confidence, extra = problem
+                findings.append(self.report(ctx, title=title, confidence=confidence, where=where, evidence={**evidence, **extra}))
         if not checked:
-            raise Skip("the scheduler state has no planned total and the run's planned steps are unknown")
+            raise Skip("the scheduler state has no planned total, and neither the run's planned steps nor the optimizer's step count are known")
         return findings
+
+    # Each check returns None (cannot tell), () (fine) or (title, confidence, extra evidence).
+
+    def _past_total(self, pos: dict):
+        last, total = pos["last_epoch"], pos.get("planned_total")
+        if last is None or not total:
+            return None
+        if last <= total:
+            return ()
+        return f"scheduler stepped {fmt(last)} times, {fmt(last / total)}x its planned total of {fmt(total)}", 0.9, {}
+
+    def _floor_early(self, ctx: ReplayContext, pos: dict):
+        frac, run_total, step = pos.get("lr_fraction_of_base"), ctx.ckpt.planned_steps, ctx.ckpt.step
+        if frac is None or not run_total or step is None:
+            return None
+        remaining = 1 - step / run_total
+        if frac > self.params["floor_fraction"] or remaining < self.params["remaining_fraction"]:
+            return ()
+        title = f"LR at {frac:.1%} of its base with {remaining:.0%} of the run's {run_total:,} steps to go"
+        return title, 0.85, {"step": step, "planned_steps": run_total}
+
+    def _cadence(self, pos: dict, opt_steps: int | None):
+        last = pos["last_epoch"]
+        if last is None or not opt_steps:
+            return None
+        ratio = last / opt_steps
+        if ratio < self.params["cadence_ratio"]:
+            return ()
+        title = (
+            f"scheduler stepped {fmt(last)} times but the optimizer only {opt_steps}: {fmt(ratio)}x per optimizer step "
+            "(stepped per micro-batch, or steps skipped by the GradScaler)"
+        )
+        return title, 0.8, {"optimizer_steps": opt_steps, "scheduler_steps_per_optimizer_step": ratio}
+
+
+def optimizer_steps(ctx: ReplayContext, index: int) -> int | None:
+    """Updates the optimizer really applied: the largest per-parameter `step` in its state (Adam, RMSprop...)."""
+    if not ctx.ckpt.optimizers:
+        return None
+    opt = ctx.ckpt.optimizers[min(index, len(ctx.ckpt.optimizers) - 1)]
+    steps = [_number(st.get("step")) for st in opt.get("state", {}).values() if isinstance(st, dict)]
+    steps = [s for s in steps if s is not None]
+    return int(max(steps)) if steps else None
 
 
 class ScalerCollapse(Probe):
