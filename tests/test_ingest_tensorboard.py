@@ -137,6 +137,14 @@ def test_empty_or_garbage_file_is_one_clear_line_and_other_runs_still_read(tmp_p
     assert "not a TensorBoard event file" in next(e for e in errors if "junk" in e)
 
 
+def test_a_run_killed_before_its_first_record_says_so(tmp_path):
+    write_scalars(tmp_path / "run", tags=("loss",), steps=range(3))
+    path = event_file(tmp_path / "run")
+    path.write_bytes(path.read_bytes()[:20])
+    runs, errors = load_runs(tmp_path)
+    assert runs == [] and len(errors) == 1 and "inside its first record" in errors[0] and path.name in errors[0]
+
+
 def test_a_bad_file_beside_a_good_one_is_a_warning(tmp_path):
     write_scalars(tmp_path / "run", tags=("loss",), steps=range(5))
     (tmp_path / "run" / "events.out.tfevents.9999999999.host").write_bytes(b"")

@@ -131,11 +131,9 @@ def read(source: Source) -> list[Run]:
                 problems.append(f"{path}: cannot read ({exc.strerror or type(exc).__name__})")
                 continue
             damage = got.damage
-            if damage.size == 0:
-                problems.append(f"{path}: empty event file (0 bytes)")
-                continue
-            if damage.unreadable:
-                problems.append(f"{path}: not a TensorBoard event file (no intact record)")
+            problem = damage.problem()
+            if problem:
+                problems.append(f"{path}: {problem}")
                 continue
             readable += 1
             warnings.extend(damage.lines(str(path)))

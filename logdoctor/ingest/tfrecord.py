@@ -215,10 +215,17 @@ class Damage:
             )
         return out
 
-    @property
-    def unreadable(self) -> bool:
-        """No valid record at all although the file has bytes: not a TFRecord file."""
-        return self.records == 0 and self.bad_crc == 0 and self.size > 0
+    def problem(self) -> str | None:
+        """Why nothing at all could be read from the file (None when some record was intact)."""
+        if self.records:
+            return None
+        if self.size == 0:
+            return "empty event file (0 bytes)"
+        if self.bad_crc:
+            return f"no intact record: all {self.bad_crc} failed their CRC check"
+        if self.truncated_at == 0:
+            return f"event file ends inside its first record ({self.size} bytes; run killed at start?)"
+        return "not a TensorBoard event file (no valid record header)"
 
 
 # --------------------------------------------------------------------------- reference path
