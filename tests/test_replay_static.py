@@ -299,3 +299,13 @@ def test_scheduler_stepped_per_micro_batch():
         train(model, opt, 1)
         in_step.step()
     assert run("scheduler_exhausted", checkpoint(model, opt, in_step, step=20)).status == "clear"
+
+
+def test_scaler_skipped_steps_from_the_optimizer_step_count(healthy):
+    """The trainer counted 100 steps; Adam applied 20: 80 % were skipped, though the scale looks fine now."""
+    ckpt = copy.deepcopy(healthy)
+    ckpt.step = 100
+    outcome = run("scaler_collapse", ckpt)
+    assert outcome.status == "fired" and outcome.findings[0].evidence["skipped_fraction"] == 0.8
+    ckpt.step = 21
+    assert run("scaler_collapse", ckpt).status == "clear"

@@ -134,7 +134,9 @@ class ScalerCollapse(Probe):
         and only halves on an overflowing step), or far below its start with
         the growth tracker at 0: it just backed off again. Steps with inf/NaN
         gradients are skipped, so the weights stop moving while the loss still
-        prints.
+        prints. Also fires when the optimizer's own step count (Adam's `step`)
+        is at least `skipped_fraction` behind the training step counter: that
+        share of the steps was skipped.
     Root causes:
         - fp16 activations or logits exceed 65504 every step, so every gradient overflows and every step is skipped
         - a NaN/Inf in the weights or the loss makes every step overflow, whatever the scale
@@ -146,7 +148,7 @@ class ScalerCollapse(Probe):
     """
 
     code, severity = "scaler_collapse", "critical"
-    defaults = {"collapsed_scale": 8.0, "low_scale": 256.0}
+    defaults = {"collapsed_scale": 8.0, "low_scale": 256.0, "skipped_fraction": 0.2}
     explains = ("scaler_collapse", "flat", "diverge", "crawl")
     cause_pattern = r"scal|fp16|\bamp\b|mixed precision|overflow|skipp"
     ruled_out_pattern = ""  # a healthy saved scale may predate the collapse the logs show
@@ -158,8 +160,15 @@ class ScalerCollapse(Probe):
         scale = _number(state["scale"])
         tracker = _number(state.get("_growth_tracker"))
         evidence = {"scale": scale, "growth_tracker": tracker, "log2_scale": round(math.log2(scale), 2) if scale > 0 else None}
+        applied, step = optimizer_steps(ctx, 0), ctx.ckpt.step
+        skipped = 1 - applied / step if applied is not None and step else None
+        if skipped is not None:
+            evidence.update(optimizer_steps=applied, training_steps=step, skipped_fraction=max(0.0, skipped))
         if scale <= self.params["collapsed_scale"]:
             return [self.report(ctx, title=f"GradScaler scale collapsed to {fmt(scale)} (starts at 65536)", confidence=0.95, where="scaler", evidence=evidence)]
+        if skipped is not None and skipped >= self.params["skipped_fraction"]:
+            title = f"{skipped:.0%} of {step:,} training steps never reached the weights (optimizer stepped {applied:,} times; scale {fmt(scale)})"
+            return [self.report(ctx, title=title, confidence=0.85, where="scaler", evidence=evidence)]
         if scale <= self.params["low_scale"] and tracker == 0:
             return [
                 self.report(
