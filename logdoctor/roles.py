@@ -90,7 +90,7 @@ def _is_grad_norm(toks: list[str]) -> bool:
     joined = "_".join(toks)
     return ("grad" in toks or "gradient" in toks or "gradients" in toks or "grads" in toks) and (
         "norm" in toks or "l2" in toks
-    ) or "gradnorm" in joined.replace("_", "") or joined in ("total_norm",)
+    ) or "gradnorm" in joined.replace("_", "") or joined in ("total_norm",) or "gnorm" in toks  # fairseq
 
 
 def _is_scale(toks: list[str]) -> bool:
