@@ -70,6 +70,14 @@ def test_overfit_fires_when_val_turns_up_and_train_keeps_falling():
     assert f.confidence > 0.7
 
 
+def test_overfit_with_validation_counted_in_epochs_and_training_in_steps():
+    e = np.arange(20)
+    val = 0.6 + 1.7 * np.exp(-e / 2.0) + 0.02 * np.maximum(0, e - 7) ** 1.3
+    view = make_view({"batch_loss": train_curve(), "val_epoch_loss": (e, noisy(val, 0.01, 1))})
+    [f] = Overfit().check(view)
+    assert f.evidence["train_end"] < f.evidence["train_at_val_best"] < 0.2
+
+
 def test_overfit_silent_when_val_plateaus():
     e = np.arange(20)
     val = 0.6 + 1.7 * np.exp(-e / 2.0)

@@ -77,8 +77,7 @@ class Overfit(Rule):
         end = float(np.median(raw[-tail:]))
         rise = end - best
         noise = curves.noise_sigma(raw)
-        scale = abs(best) if sign > 0 else max(abs(best), 1e-12)
-        rel = rise / scale if scale > 0 else np.inf
+        rel = rise / max(abs(best), 1e-12)
         rising = curves.trend(steps[i_min:], raw[i_min:])
         tau, p = rising.tau, rising.p_value
         if rel < self.params["min_rise_relative"] or rise < self.params["min_rise_noise"] * noise:
@@ -86,9 +85,10 @@ class Overfit(Rule):
         if tau < self.params["min_rise_tau"]:
             return []
         # training must keep improving over the same steps (otherwise it is divergence, not overfitting)
-        width = max(float(np.median(np.diff(steps))), 1.0)
-        train_at_min = curves.window_level(train, steps[i_min] - width, steps[i_min] + width)
-        train_end = curves.window_level(train, steps[-1] - 2 * width, steps[-1])
+        at = _on_train_axis(steps, train)
+        width = max(float(np.median(np.diff(at))), 1.0)
+        train_at_min = curves.window_level(train, at[i_min] - width, at[i_min] + width)
+        train_end = curves.window_level(train, at[-1] - 2 * width, at[-1])
         if not (np.isfinite(train_at_min) and np.isfinite(train_end)) or train_end >= train_at_min:
             return []
         train_drop = (train_at_min - train_end) / max(abs(train_at_min), 1e-12)
@@ -120,3 +120,15 @@ class Overfit(Rule):
             )
         ]
 
+
+def _on_train_axis(steps: np.ndarray, train) -> np.ndarray:
+    """Validation steps on the training loss's step axis.
+
+    Some loggers count validation in epochs and training in batches (Keras
+    batch vs epoch summaries): when the validation axis ends before a quarter
+    of the training axis, evaluations are placed by their fraction of the run.
+    """
+    t = train.steps[np.isfinite(train.values)]
+    if len(t) < 2 or steps[-1] >= 0.25 * t[-1]:
+        return steps.astype(np.float64)
+    return t[0] + (steps - steps[0]) / max(steps[-1] - steps[0], 1) * float(t[-1] - t[0])
