@@ -56,6 +56,12 @@ def healthy(workdir):
     return context(workdir, "mlp")
 
 
+@pytest.fixture(scope="module")
+def mlp_ckpt(healthy) -> Path:
+    """The healthy MLP's checkpoint file."""
+    return Path(healthy.ckpt.path)
+
+
 HEALTHY_CLEAR = ["overfit_batch_failed", "init_loss_off", "no_grad", "grad_vanish", "grad_explode", "dead_relu", "nan_source", "update_ratio_low", "update_ratio_high"]
 
 
@@ -149,8 +155,8 @@ def test_lr_range_verdicts(workdir, healthy):
     assert high.findings[0].evidence["blowup_lr"] <= 5.0
 
 
-def test_data_function_gives_several_batches(workdir):
-    ckpt = load_checkpoint(workdir / "mlp-0.001-20-None.pt")
+def test_data_function_gives_several_batches(workdir, mlp_ckpt):
+    ckpt = load_checkpoint(mlp_ckpt)
     target = build_target(ckpt, f"{MODELS}:mlp", None, f"{MODELS}:batches", None, "cpu")
     assert len(target.batches) == 4 and target.loaded
 
@@ -184,23 +190,23 @@ def test_torch_export_program_as_model(workdir):
         (dict(batch=None), "needs --batch"),
     ],
 )
-def test_bad_dynamic_inputs_are_one_line_errors(workdir, kwargs, message):
-    ckpt = load_checkpoint(workdir / "mlp-0.001-20-None.pt")
+def test_bad_dynamic_inputs_are_one_line_errors(workdir, kwargs, message, mlp_ckpt):
+    ckpt = load_checkpoint(mlp_ckpt)
     args = dict(model_spec=f"{MODELS}:mlp", batch=str(workdir / "batch.pt"), data=None, loss=None, device="cpu") | kwargs
     with pytest.raises(ReplayError, match=message):
         build_target(ckpt, **args)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error when no GPU is present")
-def test_device_cuda_without_gpu_is_a_clear_error(workdir):
+def test_device_cuda_without_gpu_is_a_clear_error(workdir, mlp_ckpt):
     with pytest.raises(ReplayError, match="no CUDA device"):
-        run_replay(workdir / "mlp-0.001-20-None.pt", ReplayOptions(model=f"{MODELS}:mlp", batch=str(workdir / "batch.pt"), device="cuda"))
+        run_replay(mlp_ckpt, ReplayOptions(model=f"{MODELS}:mlp", batch=str(workdir / "batch.pt"), device="cuda"))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_probes_run_on_cuda(workdir):
+def test_probes_run_on_cuda(workdir, mlp_ckpt):
     result = run_replay(
-        workdir / "mlp-0.001-20-None.pt",
+        mlp_ckpt,
         ReplayOptions(model=f"{MODELS}:mlp", batch=str(workdir / "batch.pt"), device="auto"),
     )
     assert result.device.startswith("cuda")
@@ -230,3 +236,14 @@ def test_soft_targets_with_cross_entropy(workdir):
     ctx = context(workdir, "mlp", steps=0, loss="cross_entropy", batch=str(workdir / "soft.pt"))
     assert probe("init_loss_off", ctx).status == "clear"
     assert probe("overfit_batch_failed", ctx).status == "clear"
+
+
+def test_dotted_model_spec_resolves_from_the_working_directory(workdir, monkeypatch, tmp_path, mlp_ckpt):
+    (tmp_path / "userpkg_replay").mkdir()
+    (tmp_path / "userpkg_replay" / "__init__.py").write_text("")
+    (tmp_path / "userpkg_replay" / "nets.py").write_text(Path(models.__file__).read_text())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", str(tmp_path))])
+    ckpt = load_checkpoint(mlp_ckpt)
+    target = build_target(ckpt, "userpkg_replay.nets:mlp", str(workdir / "batch.pt"), None, None, "cpu")
+    assert target.loaded

@@ -13,6 +13,7 @@ import copy
 import importlib
 import importlib.util
 import math
+import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -132,6 +133,8 @@ def resolve(spec: str, what: str) -> Any:
             sys.modules[mod_spec.name] = module
             mod_spec.loader.exec_module(module)
         else:
+            if os.getcwd() not in sys.path:  # `pkg.models:build` from the user's project, as `python -m` would see it
+                sys.path.insert(0, os.getcwd())
             module = importlib.import_module(module_name)
     except ReplayError:
         raise
