@@ -45,6 +45,7 @@ class NoGrad(Probe):
     code, severity, kind = "no_grad", "critical", "dynamic"
     explains = ("flat",)
     cause_pattern = r"detach|graph|no_grad"
+    ruled_out_pattern = ""  # a clean model + loss says nothing about .item()/no_grad() in the user's training loop
 
     def confirms(self, finding: Finding) -> list[tuple[str, str]]:
         if finding.evidence.get("trainable") == 0:  # everything frozen
