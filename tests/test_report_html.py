@@ -167,3 +167,18 @@ def test_reused_figures_leak_nothing_between_runs():
     shared = RunPlotter()
     again = [shared.png(rd) for rd in runs + runs[::-1]]
     assert again[:6] == alone and again[6:] == alone[::-1]
+
+
+def test_a_plot_that_fails_costs_only_that_figure(monkeypatch):
+    from logdoctor.report import plots
+
+    def broken(self, rd):
+        if rd.run.name == "amp/fp16-run":
+            raise ValueError("bad axis")
+        return original(self, rd)
+
+    original = plots.RunPlotter.png
+    monkeypatch.setattr(plots.RunPlotter, "png", broken)
+    html = render_html(mixed())
+    assert "plot failed (ValueError: bad axis)" in html
+    assert html.count("<img") == 4
