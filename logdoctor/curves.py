@@ -568,3 +568,18 @@ def settle_index(values: np.ndarray, tol: float) -> int | None:
     if len(far) == 0:
         return 0
     return int(far[-1]) + 1 if far[-1] + 1 < len(values) else None
+
+
+def on_axis_of(steps: np.ndarray, reference: Series) -> np.ndarray:
+    """`steps` of one series placed on `reference`'s step axis.
+
+    Loggers sometimes count one series in epochs and another in batches
+    (Keras epoch vs batch summaries, an LR logged per epoch): when `steps`
+    end before a quarter of the reference's axis, they are placed by their
+    fraction of the run instead. Otherwise returned unchanged (as floats).
+    """
+    steps = np.asarray(steps, dtype=np.float64)
+    ref = reference.steps[np.isfinite(reference.values)]
+    if len(ref) < 2 or len(steps) < 2 or steps[-1] >= 0.25 * ref[-1]:
+        return steps
+    return ref[0] + (steps - steps[0]) / max(steps[-1] - steps[0], 1.0) * float(ref[-1] - ref[0])

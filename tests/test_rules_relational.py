@@ -179,6 +179,15 @@ def test_lr_cut_by_reduce_on_plateau_after_the_loss_stalled_is_silent():
     assert codes(LrScheduleMismatch(), view) == []
 
 
+def test_lr_logged_per_epoch_against_a_per_batch_loss():
+    """Keras-style: LR counted in epochs (0..19), loss in batches: the floor is found on the loss's axis."""
+    steps = np.arange(STEPS)
+    lr_batches = cosine(STEPS, STEPS // 5)
+    view = make_view({"batch_loss": (steps, loss_driven_by(lr_batches, 27)), "lr": (np.arange(20), lr_batches[::100])})
+    [f] = LrScheduleMismatch().check(view)
+    assert 0.1 < f.evidence["floor_at_fraction"] < 0.3 and f.steps[0] > 100
+
+
 def test_lr_warmup_that_never_ends_fires():
     steps = np.arange(STEPS)
     lr = 1e-3 * (steps + 1) / (3 * STEPS)  # warmup sized for 3x the run

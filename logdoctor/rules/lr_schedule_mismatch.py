@@ -60,7 +60,8 @@ class LrScheduleMismatch(Rule):
             ok = np.isfinite(lr.values)
             if ok.sum() < self.params["min_points"] or np.max(lr.values[ok]) <= 0:
                 continue
-            lr = Series(lr.name, lr.steps[ok], lr.values[ok])
+            steps = lr.steps[ok] if loss is None else np.round(curves.on_axis_of(lr.steps[ok], loss)).astype(np.int64)
+            lr = Series(lr.name, steps, lr.values[ok])
             first, last = _span(lr, loss)
             if last <= first:
                 continue

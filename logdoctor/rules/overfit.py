@@ -85,7 +85,7 @@ class Overfit(Rule):
         if tau < self.params["min_rise_tau"]:
             return []
         # training must keep improving over the same steps (otherwise it is divergence, not overfitting)
-        at = _on_train_axis(steps, train)
+        at = curves.on_axis_of(steps, train)
         width = max(float(np.median(np.diff(at))), 1.0)
         train_at_min = curves.window_level(train, at[i_min] - width, at[i_min] + width)
         train_end = curves.window_level(train, at[-1] - 2 * width, at[-1])
@@ -120,15 +120,3 @@ class Overfit(Rule):
             )
         ]
 
-
-def _on_train_axis(steps: np.ndarray, train) -> np.ndarray:
-    """Validation steps on the training loss's step axis.
-
-    Some loggers count validation in epochs and training in batches (Keras
-    batch vs epoch summaries): when the validation axis ends before a quarter
-    of the training axis, evaluations are placed by their fraction of the run.
-    """
-    t = train.steps[np.isfinite(train.values)]
-    if len(t) < 2 or steps[-1] >= 0.25 * t[-1]:
-        return steps.astype(np.float64)
-    return t[0] + (steps - steps[0]) / max(steps[-1] - steps[0], 1) * float(t[-1] - t[0])
