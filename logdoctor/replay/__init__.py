@@ -6,9 +6,10 @@ checkpoint alone (weights, optimizer moments, scheduler, GradScaler); dynamic
 probes run the model on a batch. Results are ordinary Findings, and
 `merge.merge_replay` folds them into a run's log diagnosis.
 
-This package is an optional extra (`pip install logdoctor[replay]`): nothing
-here may import torch at module level, so `import logdoctor.replay` stays
-cheap and the rest of logdoctor never pays for PyTorch.
+This package is an optional extra (`pip install logdoctor[replay]`). This
+module and `command` (what the CLI imports) never import torch at module
+level; the probe modules do, and only a replay run loads them. So `import
+logdoctor.replay` stays cheap and the rest of logdoctor never pays for PyTorch.
 """
 from __future__ import annotations
 
