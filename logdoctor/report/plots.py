@@ -268,7 +268,8 @@ def _draw_panel(ax, panel: Panel, number_ticks, twin=None) -> None:
         else:
             twin.yaxis.set_major_formatter(number_ticks)
             if len(y) and y.min() >= 0 and y.max() > 0:
-                twin.set_ylim(0, y.max() * 1.08)  # from zero: a constant LR is a flat line, not scaled noise
+                # from zero (a constant LR is a flat line, not scaled noise), headroom for the finding labels
+                twin.set_ylim(0, y.max() * 1.25)
         h, lab = twin.get_legend_handles_labels()
         handles, labels = handles + h, labels + lab
     if handles:
