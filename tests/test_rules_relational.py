@@ -221,10 +221,21 @@ def test_lr_checks_every_param_group():
 def test_scaler_halving_toward_one_fires():
     steps = np.arange(0, STEPS, 10)
     log2 = np.maximum(0, 16 - steps // 120)
-    view = make_view({"train_loss": train_curve(), "amp/loss_scale": (steps, 2.0**log2)})
+    frozen = np.minimum(np.arange(STEPS), 400)  # updates skipped once the scale is low: the loss stops moving
+    loss = noisy(0.5 + 1.8 * np.exp(-frozen / 150), 0.02, 29)
+    view = make_view({"train_loss": (np.arange(STEPS), loss), "amp/loss_scale": (steps, 2.0**log2)})
     [f] = ScalerCollapse().check(view)
     assert f.evidence["scale_final"] == 1.0 and f.evidence["halvings_from_peak"] == 16
     assert f.severity == "critical" and f.confidence > 0.9
+
+
+def test_scaler_low_but_still_learning_is_silent():
+    """A scale that settled low (large activations) while the loss keeps falling: steps still happen."""
+    steps = np.arange(0, STEPS, 10)
+    log2 = np.maximum(3, 16 - steps // 100) + (steps // 10) % 2  # bounces between 2^3 and 2^4 late
+    loss = (steps, noisy(0.1 + 2.0 * np.exp(-np.arange(STEPS) / 900), 0.02, 28)[steps])
+    view = make_view({"train_loss": loss, "loss_scale": (steps, 2.0**log2)})
+    assert codes(ScalerCollapse(), view) == []
 
 
 def test_scaler_healthy_sawtooth_is_silent():

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import curves
+from ..model import Series
 from ..view import RunView
 from .base import Rule
 
@@ -15,7 +16,9 @@ class ScalerCollapse(Rule):
         The logged GradScaler scale (`loss_scale`, `scaler/scale`, `amp/scale`)
         falls by many factors of two from its peak, ends near the lowest value
         it ever had, and in the late part of the run it still halves more
-        often than it grows. Every halving is a step whose gradients held
+        often than it grows while the training loss no longer improves (a
+        low scale under which the loss keeps falling is still stepping).
+        Every halving is a step whose gradients held
         inf/NaN and was skipped, so the weights barely move while the loss
         still prints plausible numbers. A healthy scaler calibrates down a few
         times early, then sits high and saw-tooths (grows every
@@ -46,6 +49,7 @@ class ScalerCollapse(Rule):
         "max_final_log2": 8.0,
         "max_above_minimum": 1.0,
         "late_fraction": 0.25,
+        "min_late_loss_drop": 0.05,
     }
 
     def check(self, view: RunView):
@@ -71,6 +75,9 @@ class ScalerCollapse(Rule):
         halvings, growths = float(-moves[moves < 0].sum()), float(moves[moves > 0].sum())
         if halvings < growths:
             return []
+        late_start = float(steps[late][0]) if late.any() else float(steps[-1])
+        if self._still_learning(view.series("train_loss"), late_start):
+            return []
         total_halvings = float(-np.diff(log2)[np.diff(log2) < 0].sum())
         margin = (drop - self.params["min_halvings_from_peak"]) + (self.params["max_final_log2"] - log2[-1])
         confidence = 0.5 + 0.5 * curves.sigmoid(margin / 2)
@@ -94,3 +101,16 @@ class ScalerCollapse(Rule):
                 },
             )
         ]
+
+    def _still_learning(self, loss: Series | None, since: float) -> bool:
+        """The training loss still falls significantly late in the run: steps are not being skipped wholesale."""
+        if loss is None:
+            return False
+        late = (loss.steps >= since) & np.isfinite(loss.values)
+        if late.sum() < 5:
+            return False
+        values = loss.values[late]
+        falling = curves.trend(loss.steps[late], values)
+        first, last = curves.level(values, "start"), curves.level(values, "end")
+        drop = (first - last) / max(abs(first), 1e-12)
+        return falling.tau < 0 and falling.p_value < 0.01 and drop >= self.params["min_late_loss_drop"]
