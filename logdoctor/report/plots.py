@@ -141,7 +141,8 @@ class RunPlotter:
         from matplotlib.ticker import FuncFormatter
 
         self._step_ticks = FuncFormatter(_steps_label)
-        self._number_ticks = FuncFormatter(_number_label)
+        #: value-axis tick formatters, by kind
+        self._ticks = {"number": FuncFormatter(_number_label), "pow2": FuncFormatter(_pow2_label)}
         self._Figure = Figure
         self.width_in = width_in
         self.dpi = dpi
@@ -185,7 +186,7 @@ class RunPlotter:
             return None
         fig, axes, twin = self._layout(len(panels), bool(panels[0].twin))
         for ax, panel in zip(axes, panels):
-            _draw_panel(ax, panel, self._number_ticks, twin if panel.twin else None)
+            _draw_panel(ax, panel, self._ticks, twin if panel.twin else None)
         _shade_findings(axes, panels, rd)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=self.dpi)
@@ -208,6 +209,14 @@ def _number_label(x: float, _pos=None) -> str:
     return fmt_num(float(x))
 
 
+def _pow2_label(x: float, _pos=None) -> str:
+    """Loss-scale ticks as powers of two (2^16), the way AMP scales move; short at any magnitude."""
+    if x <= 0:
+        return fmt_num(float(x))
+    k = float(np.log2(x))
+    return f"2^{round(k)}" if abs(k - round(k)) < 1e-6 else fmt_num(float(x))
+
+
 def _steps_label(x: float, _pos=None) -> str:
     """Step ticks as 0, 500, 50k, 1.2M: short enough that a 300k-step run keeps readable ticks."""
     a = abs(x)
@@ -218,16 +227,16 @@ def _steps_label(x: float, _pos=None) -> str:
     return f"{x:g}"
 
 
-def _log_y(ax, number_ticks, base: float = 10) -> None:
+def _log_y(ax, formatter, base: float = 10) -> None:
     """Log y scale with plain-number labels and no minor ticks (mathtext labels and minor ticks triple the drawing time)."""
     from matplotlib.ticker import NullLocator
 
     ax.set_yscale("log", base=base)
-    ax.yaxis.set_major_formatter(number_ticks)
+    ax.yaxis.set_major_formatter(formatter)
     ax.yaxis.set_minor_locator(NullLocator())
 
 
-def _draw_panel(ax, panel: Panel, number_ticks, twin=None) -> None:
+def _draw_panel(ax, panel: Panel, ticks: dict, twin=None) -> None:
     """Draw a panel's lines on `ax` (and its LR on `twin`), log-scaled where a curve spans decades."""
     positive = True
     spans = []
@@ -255,18 +264,18 @@ def _draw_panel(ax, panel: Panel, number_ticks, twin=None) -> None:
             )
             nan_marks += 1
     if panel.key == "loss_scale" and positive and spans:
-        _log_y(ax, number_ticks, base=2)
+        _log_y(ax, ticks["pow2"], base=2)
     elif spans and positive and max(hi for _, hi in spans) / min(lo for lo, _ in spans) > 100:
-        _log_y(ax, number_ticks)
+        _log_y(ax, ticks["number"])
     ax.set_ylabel(panel.ylabel, fontsize=9)
     handles, labels = ax.get_legend_handles_labels()
     for _role, s in panel.twin[:1]:
         x, y = downsample(s.steps, s.values)
         twin.plot(x, y, color=LINE_COLOR["lr"], lw=1.0, ls="--", label=s.name if s.name.lower() in ("lr", "learning_rate") else f"lr: {s.name}")
         if len(y) and y.min() > 0 and y.max() / y.min() > 1000:
-            _log_y(twin, number_ticks)
+            _log_y(twin, ticks["number"])
         else:
-            twin.yaxis.set_major_formatter(number_ticks)
+            twin.yaxis.set_major_formatter(ticks["number"])
             if len(y) and y.min() >= 0 and y.max() > 0:
                 # from zero (a constant LR is a flat line, not scaled noise), headroom for the finding labels
                 twin.set_ylim(0, y.max() * 1.25)
