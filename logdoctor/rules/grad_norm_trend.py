@@ -82,7 +82,8 @@ class GradNormTrend(Rule):
             # still at its highest at the end: the last block of the run is within reach of the highest block
             blocks = max(2, round((last - start) / (self.params["late_window"] * span)))
             edges = np.linspace(start, last, blocks + 1)
-            levels = [np.median(logs[(steps >= a) & (steps <= b)]) for a, b in zip(edges[:-1], edges[1:]) if np.any((steps >= a) & (steps <= b))]
+            masks = [(steps >= a) & (steps <= b) for a, b in zip(edges[:-1], edges[1:])]
+            levels = [float(np.median(logs[m])) for m in masks if m.any()]
             if max(levels) - levels[-1] <= self.params["max_below_peak_decades"]:
                 return [self._found(grad, "Exploding", change, trend, early, late, (int(start), int(last)))]
         if -change >= self.params["min_decades_vanish"] and trend.tau < 0 and self._loss_stuck(view.series("train_loss")):
