@@ -33,12 +33,18 @@ def config_hash(config) -> str:
     return hashlib.sha1(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+#: Parts of logdoctor that never change a run's result (rendering, replay, the CLI).
+_NOT_IN_RESULTS = ("report", "replay", "cli.py", "ruledocs.py", "__main__.py", "audit/render.py")
+
+
 @cache
 def code_fingerprint() -> str:
-    """Sizes and mtimes of logdoctor's own .py files: a changed rule means stale results."""
+    """Sizes and mtimes of the .py files that compute results: a changed rule or reader means stale results."""
     package = Path(__file__).resolve().parents[1]
     entries = sorted(
-        (str(p.relative_to(package)), p.stat().st_size, p.stat().st_mtime_ns) for p in package.rglob("*.py")
+        (rel, p.stat().st_size, p.stat().st_mtime_ns)
+        for p in package.rglob("*.py")
+        if not (rel := p.relative_to(package).as_posix()).startswith(_NOT_IN_RESULTS)
     )
     return hashlib.sha1(json.dumps(entries).encode()).hexdigest()[:16]
 
@@ -72,6 +78,8 @@ class ResultCache:
         doc = {
             "ident": task.ident,
             "key": self._key(task),
+            "salt": self.salt,  # what the key was made of besides the files (to tell why an entry went stale)
+            "fingerprint": task.fingerprint,
             "results": [r.to_dict() for r in output.results],
             "errors": output.errors,
         }
