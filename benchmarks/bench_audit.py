@@ -161,6 +161,13 @@ def main() -> None:
         shutil.rmtree(code, ignore_errors=True)
 
 
+def _entry(sweep: Path) -> dict:
+    """Salt and fingerprint of one cache entry (to explain a cache miss if one happens)."""
+    first = min((sweep / ".logdoctor-cache").rglob("*.json"))
+    data = json.loads(first.read_text())
+    return {"file": first.name, "salt": data.get("salt"), "fingerprint": data.get("fingerprint")}
+
+
 def run_all(args, sweep: str, size: int, code: Path) -> None:
     results = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
                "runs": args.runs, "steps": args.steps, "tags": 5, "bytes": size,
@@ -171,7 +178,10 @@ def run_all(args, sweep: str, size: int, code: Path) -> None:
         print(f"--jobs {jobs}, no cache: {seconds:.1f} s  ({audit['run_count']} runs, {audit['by_status']})")
     seconds, audit = timed(["audit", sweep, "-f", "json", "--jobs", "2"], code)
     print(f"--jobs 2, filling the cache: {seconds:.1f} s (read {audit['stats']['read']})")
+    filled = _entry(args.out)
     seconds, audit = timed(["audit", sweep, "-f", "json", "--jobs", "2"], code)
+    if audit["stats"]["read"]:
+        print(f"warning: the cached re-audit re-read runs; one entry before: {filled}, after: {_entry(args.out)}")
     results["cached_s"] = round(seconds, 2)
     results["cached_reads"] = audit["stats"]["read"]
     print(f"cached re-audit: {seconds:.1f} s (read {audit['stats']['read']}, cached {audit['stats']['cached']})")
