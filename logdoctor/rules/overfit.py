@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import curves
 from ..model import Finding
+from ..roles import higher_is_better
 from ..view import RunView
 from .base import Rule
 
@@ -53,9 +54,8 @@ class Overfit(Rule):
 
     def check(self, view: RunView) -> list[Finding]:
         train = view.series("train_loss")
-        val, sign = view.series("val_loss"), 1.0
-        if val is None:
-            val, sign = view.series("val_acc"), -1.0
+        role = "val_loss" if view.series("val_loss") is not None else "val_acc"
+        val, sign = view.series(role), -1.0 if higher_is_better(role) else 1.0
         if train is None or val is None:
             return []
         ok = np.isfinite(val.values)
