@@ -41,7 +41,7 @@ class LrScheduleMismatch(Rule):
 
     code = "lr_schedule_mismatch"
     severity = "warning"
-    outranks = ("flat", "crawl", "plateau")
+    outranks = ("flat", "crawl")
     defaults = {
         "min_points": 5,
         "floor_tolerance": 0.05,

@@ -42,7 +42,7 @@ class ScalerCollapse(Rule):
 
     code = "scaler_collapse"
     severity = "critical"
-    outranks = ("flat", "crawl", "plateau")
+    outranks = ("flat", "crawl")
     defaults = {
         "min_points": 5,
         "min_halvings_from_peak": 6.0,
