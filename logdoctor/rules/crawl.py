@@ -12,8 +12,9 @@ class Crawl(Rule):
     """The loss falls, but far too slowly to matter.
 
     Symptom:
-        A steady, significant downward trend (Mann-Kendall, Kendall's tau
-        at most -0.3) whose total drop over the run is a small fraction of
+        A steady, significant downward trend (Mann-Kendall over every point,
+        and Kendall's tau at most -0.3 over the medians of 24 blocks, so heavy
+        batch noise does not hide a steady decline) whose total drop over the run is a small fraction of
         the starting loss (from half a percent up to a fifth), and which is not
         levelling off: the last third still falls at least half as fast as
         the first third (Theil-Sen slopes). A healthy run, a fine-tune
@@ -42,6 +43,8 @@ class Crawl(Rule):
         # a steady decline: Mann-Kendall p below trend_p and Kendall's tau at most max_tau
         "trend_p": 0.001,
         "max_tau": -0.3,
+        # ...tau taken over the medians of this many blocks of the run (see curves.signal_tau)
+        "tau_blocks": 24,
         # below this relative drop the loss has not moved at all (flat's negligible_drop)
         "min_relative_drop": 0.005,
         # above it the loss has fallen too far to call the pace useless
@@ -60,7 +63,9 @@ class Crawl(Rule):
         if not self.params["min_relative_drop"] <= drop <= self.params["max_relative_drop"]:
             return []
         whole = curves.trend(c.steps, c.y)
-        if not (whole.p_value < self.params["trend_p"] and whole.tau <= self.params["max_tau"] and whole.slope < 0):
+        # significance from every point, steadiness from the block medians (batch noise averaged out)
+        tau = curves.signal_tau(c.steps, c.y, self.params["tau_blocks"])
+        if not (whole.p_value < self.params["trend_p"] and tau <= self.params["max_tau"] and whole.slope < 0):
             return []
         early, late, ratio = curves.pace(c.steps, c.y)
         if ratio < self.params["min_late_to_early"]:
@@ -84,7 +89,7 @@ class Crawl(Rule):
                     "early_slope_per_1k_steps": early.slope * 1000,
                     "late_slope_per_1k_steps": late.slope * 1000,
                     "late_to_early_slope": ratio,
-                    "trend_tau": whole.tau,
+                    "trend_tau": tau,
                     "p_value": whole.p_value,
                 },
             )

@@ -109,46 +109,57 @@ class Diverge(Rule):
         c = curves.curve(series)
         if c is None or len(c) < self.params["min_points"]:
             return None
-        rise = c.end - c.best
-        if rise <= 0 or c.best_index >= len(c) - 1:
+        # the lowest level the run held: its smoothed best, or its start when it blew up from
+        # the first steps on (the smoothed curve then never comes back down to the start)
+        low, low_i = (c.start, 0) if c.start < c.best else (c.best, c.best_index)
+        rise = c.end - low
+        if rise <= 0 or low_i >= len(c) - 1:
             return None
         # the noise of the healthy stretch before the blow-up: a blown-up loss is noisy itself
-        before = c.y[: c.best_index + 1]
+        before = c.y[: low_i + 1]
         noise = max(curves.noise_sigma(before) if len(before) >= 5 else c.y_noise, c.quantum)
-        if rise < self.params["min_rise_noise"] * noise:
+        sigmas = rise / noise if noise > 0 else math.inf
+        after = c.y[low_i:]
+        if sigmas < self.params["min_rise_noise"] and low > 0 and np.all(after > 0):
+            # no healthy stretch to measure (or a short one): a blown-up positive loss is noisy in
+            # proportion to its level, so judge the rise in log space against the log noise
+            log_noise = max(curves.noise_sigma(np.log(after)), curves.TINY)
+            sigmas = max(sigmas, math.log(c.end / low) / log_noise)
+        if sigmas < self.params["min_rise_noise"]:
             return None
-        progress = max(c.start - c.best, 0.0)
+        progress = max(c.start - low, 0.0)
         over_progress = rise / progress if progress > 0 else math.inf
-        growth = c.end / c.best if c.best > 0 else math.inf
+        growth = c.end / low if low > 0 else math.inf
         by_progress = over_progress >= self.params["min_rise_over_progress"]
         by_growth = growth >= self.params["min_growth_factor"]
         if not (by_progress or by_growth):
             return None
         # it must stay up: most of the last tenth sits in the upper half of the rise
         tail = c.y[-max(1, len(c) // 10):]
-        if np.mean(tail >= c.best + 0.5 * rise) < self.params["min_tail_share"]:
+        if np.mean(tail >= low + 0.5 * rise) < self.params["min_tail_share"]:
             return None
         # onset: the level shift (change point) between the best stretch and the blown-up one
-        shift, _ = curves.best_split(c.y[c.best_index :], min_size=1)
-        onset_i = c.best_index + max(shift, 1)
+        shift, _ = curves.best_split(c.y[low_i:], min_size=1)
+        onset_i = low_i + max(shift, 1)
         margin = max(
             math.log(min(over_progress, 1e6) / self.params["min_rise_over_progress"]) if by_progress else -9,
             math.log(min(growth, 1e6) / self.params["min_growth_factor"]) if by_growth else -9,
         )
-        confidence = 0.6 + 0.39 * curves.sigmoid(3.0 * margin) * min(1.0, rise / (20 * noise))
+        confidence = 0.6 + 0.39 * curves.sigmoid(3.0 * margin) * min(1.0, sigmas / 20)
         return self.finding(
             series,
-            title=f"{series.name} blows up after step {c.step_at(c.best_index)}: from {c.best:.4g} to {c.end:.4g}",
-            steps=(c.step_at(c.best_index), c.last_step),
+            title=f"{series.name} blows up after step {c.step_at(low_i)}: from {low:.4g} to {c.end:.4g}",
+            steps=(c.step_at(low_i), c.last_step),
             confidence=confidence,
             evidence={
                 "loss_start": c.start,
-                "loss_best": c.best,
-                "best_step": c.step_at(c.best_index),
+                "loss_best": low,
+                "best_step": c.step_at(low_i),
                 "loss_end": c.end,
                 "onset_step": c.step_at(onset_i),
                 "rise_over_progress": over_progress,
                 "growth_factor": growth,
                 "noise_sigma": noise,
+                "rise_over_noise": sigmas,
             },
         )

@@ -148,10 +148,23 @@ class EpochJumps(Rule):
 
 
 def _profile(bins: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Mean value per phase bin (NaN-free: empty bins get 0)."""
-    total = np.bincount(bins, weights=values, minlength=n)
-    count = np.bincount(bins, minlength=n)
-    return np.where(count > 0, total / np.maximum(count, 1), 0.0)
+    """Median value per phase bin (NaN-free: empty bins get 0).
+
+    A median, not a mean: a pattern of the data order is there in every
+    epoch, so it survives; what a few epochs or a few points carry does not.
+    The residual of the fast first epochs (a steep convex descent minus its
+    one-epoch moving average) or one bad batch every N steps (spikes with a
+    period: `spike`) would otherwise dominate a mean profile and repeat
+    across even and odd epochs.
+    """
+    order = np.lexsort((values, bins))
+    b, v = bins[order], values[order]
+    starts = np.searchsorted(b, np.arange(n), side="left")
+    stops = np.searchsorted(b, np.arange(n), side="right")
+    out = np.zeros(n)
+    for i in np.flatnonzero(stops > starts):
+        out[i] = np.median(v[starts[i] : stops[i]])
+    return out
 
 
 def _corr(a: np.ndarray, b: np.ndarray) -> float:

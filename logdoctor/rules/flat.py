@@ -53,8 +53,9 @@ class Flat(Rule):
         "max_relative_drop": 0.03,
         # a drop this small is still `crawl` when the decline is steady (Kendall's tau at most
         # trend_tau, p below trend_p), not negligible and still going in the last third:
-        # keep equal to crawl's max_tau, trend_p, min_relative_drop, min_late_to_early
+        # keep equal to crawl's max_tau, tau_blocks, trend_p, min_relative_drop, min_late_to_early
         "trend_tau": -0.3,
+        "tau_blocks": 24,
         "trend_p": 0.001,
         "negligible_drop": 0.005,
         "late_to_early": 0.5,
@@ -77,7 +78,8 @@ class Flat(Rule):
         if drop_best >= max_drop or abs(drop_end) >= max_drop:
             return []
         t = curves.trend(c.steps, c.y)
-        if t.p_value < self.params["trend_p"] and t.tau <= self.params["trend_tau"] and drop_end >= self.params["negligible_drop"]:
+        tau = curves.signal_tau(c.steps, c.y, self.params["tau_blocks"])
+        if t.p_value < self.params["trend_p"] and tau <= self.params["trend_tau"] and drop_end >= self.params["negligible_drop"]:
             if curves.pace(c.steps, c.y)[2] >= self.params["late_to_early"]:
                 return []  # small but steady, unmistakable and still going: `crawl`
         spread = float(np.max(c.hi) - np.min(c.lo))
@@ -100,7 +102,7 @@ class Flat(Rule):
                     "loss_best": c.best,
                     "relative_drop": drop_end,
                     "relative_best_drop": drop_best,
-                    "trend_tau": t.tau,
+                    "trend_tau": tau,
                     "p_value": t.p_value,
                     "constant": constant,
                     "points": c.n,
