@@ -21,7 +21,8 @@ class Oscillate(Rule):
         rolling median, in bursts (a leap is followed by another more often
         than chance; isolated leaps are heavy-tailed small-batch noise),
         while the second half gains less than a tenth of the progress (a run
-        still descending is noisy, not oscillating). Or the second half
+        still descending is noisy, not oscillating) or the leaps go back above
+        where the run started (batch noise never does). Or the second half
         zigzags step to step (full-batch updates overshooting across a
         valley), or is very noisy and drifts upward. Or the loss settles and then climbs back a large part
         of the way toward where it started without blowing up (that is
@@ -64,8 +65,12 @@ class Oscillate(Rule):
         "min_burst_lift": 1.5,
         # ...unless they are this frequent
         "burst_free_rate": 0.08,
-        # a second half still gaining this share of the progress is descending, not bouncing
+        # a second half still gaining this share of the progress is descending, not bouncing...
         "max_late_gain": 0.1,
+        # ...unless min_excursion_rate of its points leap this many progresses above the running
+        # level (back above where the run started): the leaps themselves drag the running level
+        # of the middle up, so the 'gain' is theirs, and batch noise never climbs that far
+        "relapse": 1.0,
         # zigzag: the second half's residual alternates (lag-1 autocorrelation at most this,
         # sign changes of successive steps at least this share) with this amplitude / progress
         "max_zigzag_lag1": -0.5,
@@ -79,6 +84,8 @@ class Oscillate(Rule):
         "min_rebound": 0.3,
     }
     suppresses = ("spike",)
+    #: a training loss thrown around by the optimizer explains a validation loss that climbs with it
+    outranks = ("overfit",)
 
     def check(self, view: RunView) -> list[Finding]:
         # the training loss only: a validation loss that turns back up is `overfit`
@@ -100,6 +107,8 @@ class Oscillate(Rule):
         cut = max(self.params["excursion"], self.params["k_noise"] * c.noise / progress)
         leaps = excursions > cut
         rate = float(np.mean(leaps))
+        relapse_rate = float(np.mean(excursions > self.params["relapse"])) if len(excursions) else 0.0
+        relapsing = relapse_rate >= self.params["min_excursion_rate"]
         # leaps that come in bursts (one leap followed by another more often than chance)
         # are instability; isolated ones at a low rate are heavy-tailed batch noise
         follow = float(np.sum(leaps[1:] & leaps[:-1]) / max(np.sum(leaps[:-1]), 1))
@@ -111,7 +120,7 @@ class Oscillate(Rule):
         bouncing = many and (
             rate >= p["min_excursion_rate"]
             and (lift >= p["min_burst_lift"] or rate >= p["burst_free_rate"])
-            and late_gain < p["max_late_gain"]
+            and (late_gain < p["max_late_gain"] or relapsing)
         )
         worsening = many and late_gain <= -p["min_late_rise"] and noise >= p["min_late_noise"]
         # period-2 zigzag (full-batch steps overshooting back and forth across a valley)
@@ -153,6 +162,7 @@ class Oscillate(Rule):
                     "loss_end": c.end,
                     "excursion_rate": rate,
                     "excursion_burst_lift": lift,
+                    "relapse_rate": relapse_rate,
                     "late_noise_over_progress": noise,
                     "late_sign_change_rate": wave.sign_change_rate,
                     "late_lag1_autocorrelation": wave.lag1,
