@@ -303,6 +303,31 @@ def pace(x: np.ndarray, y: np.ndarray) -> tuple[Trend, Trend, float]:
     return early, late, ratio
 
 
+def levels_off(x: np.ndarray, y: np.ndarray, noise: float, min_ratio: float, z: float = 2.0) -> tuple[bool, Trend, Trend, float]:
+    """Whether a falling series levels off: its last third's pace below `min_ratio` of its first
+    third's, by more than the noise lets two slopes differ by chance.
+
+    Under heavy batch noise the slope of a third of the run is uncertain
+    (standard error sigma / sqrt(sum (x - mean x)^2)), and the ratio of two
+    uncertain slopes swings from negative to several times one; a pace that
+    cannot be told from steady counts as steady. Returns (levels off, early
+    trend, late trend, ratio) with the trends and ratio of `pace`.
+    """
+    early, late, ratio = pace(x, y)
+    if ratio >= min_ratio:
+        return False, early, late, ratio
+    third = max(1, len(y) // 3)
+    se = math.hypot(_slope_se(x[:third], noise), _slope_se(x[-third:], noise))
+    return bool(late.slope - early.slope > z * se), early, late, ratio
+
+
+def _slope_se(x: np.ndarray, sigma: float) -> float:
+    """Standard error of a least-squares slope over steps x with point noise sigma."""
+    x = np.asarray(x, dtype=float)
+    sxx = float(np.sum((x - x.mean()) ** 2)) if len(x) else 0.0
+    return sigma / math.sqrt(sxx) if sxx > 0 else math.inf
+
+
 # --------------------------------------------------------------------------- change points
 
 

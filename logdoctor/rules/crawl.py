@@ -14,12 +14,15 @@ class Crawl(Rule):
     Symptom:
         A steady, significant downward trend (Mann-Kendall over every point,
         and Kendall's tau at most -0.3 over the medians of 24 blocks, so heavy
-        batch noise does not hide a steady decline) whose total drop over the run is a small fraction of
-        the starting loss (from half a percent up to a fifth), and which is not
-        levelling off: the last third still falls at least half as fast as
-        the first third (Theil-Sen slopes). A healthy run, a fine-tune
-        included, drops steeply first and decelerates; a crawling one
-        inches down at an even pace. No NaN.
+        batch noise does not hide a steady decline) whose total drop (the
+        larger of start-to-end and along the Theil-Sen line) is a small
+        fraction of the starting loss (from half a percent up to a fifth),
+        and which is not levelling off: the last third still falls at least
+        half as fast as the first third (Theil-Sen slopes), or the two slopes
+        differ by less than twice their noise (a pace that cannot be told
+        from steady). A healthy run, a fine-tune included, drops steeply
+        first and decelerates; a crawling one inches down at an even pace.
+        No NaN.
     Root causes:
         - learning rate one to three decades too low (copied from another batch size or optimizer, or a tiny "safe" default)
         - a scheduler stuck at its floor or stepped at the wrong cadence (see lr_schedule_mismatch)
@@ -59,21 +62,25 @@ class Crawl(Rule):
         if c is None or len(c) < self.params["min_points"]:
             return []
         scale = max(abs(c.start), c.y_noise, curves.TINY)
-        drop = (c.start - c.end) / scale
+        whole = curves.trend(c.steps, c.y)
+        span = max(c.last_step - c.first_step, 1)
+        # the drop along the Theil-Sen line: for a steady pace it is the start-to-end drop, and
+        # unlike the two end levels it does not move with the batch noise at either end; the larger
+        # of the two is taken (a run that fell far by either measure is not crawling: one that sat
+        # at chance for most of the run and then learned has a flat Theil-Sen line)
+        drop = max(-whole.slope * span / scale, (c.start - c.end) / scale)
         if not self.params["min_relative_drop"] <= drop <= self.params["max_relative_drop"]:
             return []
-        whole = curves.trend(c.steps, c.y)
         # significance from every point, steadiness from the block medians (batch noise averaged out)
         tau = curves.signal_tau(c.steps, c.y, self.params["tau_blocks"])
         if not (whole.p_value < self.params["trend_p"] and tau <= self.params["max_tau"] and whole.slope < 0):
             return []
-        early, late, ratio = curves.pace(c.steps, c.y)
-        if ratio < self.params["min_late_to_early"]:
+        levelling, early, late, ratio = curves.levels_off(c.steps, c.y, c.y_noise, self.params["min_late_to_early"])
+        if levelling:
             return []
-        span = max(c.last_step - c.first_step, 1)
         # smaller drops and steadier paces are surer crawls
         smallness = 1.0 - drop / self.params["max_relative_drop"]
-        steadiness = min(1.0, ratio)
+        steadiness = min(1.0, max(ratio, 0.0))  # a pace too noisy to read adds no confidence
         confidence = 0.5 + 0.45 * smallness * steadiness * min(1.0, len(c) / 30)
         return [
             self.finding(
@@ -85,6 +92,7 @@ class Crawl(Rule):
                     "loss_start": c.start,
                     "loss_end": c.end,
                     "relative_drop": drop,
+                    "relative_drop_end_to_end": (c.start - c.end) / scale,
                     "slope_per_1k_steps": whole.slope * 1000,
                     "early_slope_per_1k_steps": early.slope * 1000,
                     "late_slope_per_1k_steps": late.slope * 1000,

@@ -79,8 +79,10 @@ class Flat(Rule):
             return []
         t = curves.trend(c.steps, c.y)
         tau = curves.signal_tau(c.steps, c.y, self.params["tau_blocks"])
-        if t.p_value < self.params["trend_p"] and tau <= self.params["trend_tau"] and drop_end >= self.params["negligible_drop"]:
-            if curves.pace(c.steps, c.y)[2] >= self.params["late_to_early"]:
+        # the drop along the Theil-Sen line, as crawl measures it
+        steady_drop = max(-t.slope * max(c.last_step - c.first_step, 1) / max(abs(c.start), c.y_noise, curves.TINY), drop_end)
+        if t.p_value < self.params["trend_p"] and tau <= self.params["trend_tau"] and steady_drop >= self.params["negligible_drop"]:
+            if not curves.levels_off(c.steps, c.y, c.y_noise, self.params["late_to_early"])[0]:
                 return []  # small but steady, unmistakable and still going: `crawl`
         spread = float(np.max(c.hi) - np.min(c.lo))
         constant = spread <= max(c.quantum, 1e-9 * abs(c.start))
