@@ -147,7 +147,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--readers", nargs="+", default=list(READERS), choices=READERS)
-    parser.add_argument("--encodings", nargs="+", default=list(ENCODINGS), choices=ENCODINGS)
+    parser.add_argument("--encodings", nargs="*", default=list(ENCODINGS), choices=ENCODINGS, help="none: tabular only")
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--tabular-rows", type=int, default=200_000)
     parser.add_argument("--tabular-cols", type=int, default=25)
