@@ -59,6 +59,12 @@ def test_fast_equals_reference_on_written_files(written, monkeypatch):
         assert_paths_agree(path)
 
 
+def test_fast_equals_reference_on_sample_runs():
+    files = sorted((Path(__file__).parents[1] / "sample_runs").rglob("events.out.tfevents.*"))
+    for path in files:
+        assert_paths_agree(path)
+
+
 @pytest.mark.skipif(not REAL.is_dir(), reason="../shared/real-logs not present")
 def test_fast_equals_reference_on_real_logs():
     files = sorted(REAL.rglob("events.out.tfevents.*"))

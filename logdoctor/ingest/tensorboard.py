@@ -38,7 +38,9 @@ _NUMBERS = re.compile(r"(\d+)")
 
 
 def is_event_file(name: str) -> bool:
-    return "tfevents" in name and not name.startswith(".")
+    """`events.out.tfevents.<time>.<host>...` (TensorBoard looks for "tfevents"; the dots keep
+    a module named `tfevents.py` out)."""
+    return ".tfevents." in name and not name.startswith(".")
 
 
 def _event_only(folder: Path) -> list[str] | None:
