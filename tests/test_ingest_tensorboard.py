@@ -72,6 +72,7 @@ def test_keras_train_validation_folders_are_one_run(tmp_path):
     run = only_run(tmp_path)
     assert run.name == "exp" and set(run.metrics) == {"train/epoch_loss", "validation/epoch_loss"}
     assert as_dict(run, "train/") == train and as_dict(run, "validation/") == val
+    assert any("train, validation joined" in n for n in run.notes)
 
 
 def test_sibling_runs_are_not_joined(tmp_path):

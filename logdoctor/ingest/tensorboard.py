@@ -151,6 +151,9 @@ def read(source: Source) -> list[Run]:
         more = f" (and {len(problems) - 1} more unreadable event file(s))" if len(problems) > 1 else ""
         raise ReadError(first + more)
     warnings.extend(problems)
+    subfolders = [g for g in sorted(groups) if g]
+    if subfolders:
+        notes.append(f"subfolders {', '.join(subfolders)} joined into this run; their metrics carry the folder name as prefix")
     if readable > 1:
         notes.append(f"{readable} event files merged into this run")
     scalars = pl.concat(frames, how="vertical") if frames else empty_scalars()
