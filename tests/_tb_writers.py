@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-torch_tb = __import__("pytest").importorskip("torch.utils.tensorboard")
+import pytest
+
+pytest.importorskip("torch.utils.tensorboard")
 from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 from torch.utils.tensorboard.summary import hparams as hparams_summary  # noqa: E402
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata  # noqa: E402

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _tb_writers import REAL, event_file, write_hparams, write_mixed, write_scalars
+from _tb_writers import REAL, write_hparams, write_mixed, write_scalars
 from logdoctor.ingest import tfrecord
 from logdoctor.ingest.tfevents import read_event_file
 
