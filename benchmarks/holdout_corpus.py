@@ -192,7 +192,15 @@ def _loss_fn(job: Job):
         return nn.CrossEntropyLoss(label_smoothing=job.smoothing)
     if job.loss == "bce":
         return nn.BCEWithLogitsLoss()
+    if job.loss == "gnll":
+        return _gaussian_nll
     return nn.MSELoss()
+
+
+def _gaussian_nll(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Heteroscedastic regression: the head predicts a mean and a log-variance; the NLL goes negative."""
+    mean, log_var = out[:, 0], out[:, 1].clamp(-20, 10)
+    return 0.5 * (log_var + (y - mean) ** 2 * torch.exp(-log_var)).mean()
 
 
 def _match(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -354,6 +362,62 @@ def write_wandb(log: Log, out: Path, names: dict, every: int) -> None:
                 shutil.rmtree(sub) if sub.is_dir() else sub.unlink()
 
 
+def write_hf(log: Log, out: Path, every: int) -> None:
+    """`trainer_state.json` as HF Trainer saves it: the mean loss of each logging window, rounded to 4 decimals."""
+    history, window = [], []
+    evals = {e["step"]: e for e in log.evals}
+    for r in log.train:
+        window.append(r["train_loss"])
+        gs = r["step"] + 1
+        epoch = round(gs / log.steps_per_epoch, 4)
+        if gs % every == 0:
+            history.append({"epoch": epoch, "grad_norm": r["grad_norm"], "learning_rate": r["lr"],
+                            "loss": round(float(np.mean(window)), 4), "step": gs})
+            window = []
+        if r["step"] in evals:
+            history.append({"epoch": epoch, "eval_loss": evals[r["step"]]["val_loss"], "eval_runtime": 0.1, "step": gs})
+    out.mkdir(parents=True, exist_ok=True)
+    state = {"log_history": history, "global_step": len(log.train), "logging_steps": every,
+             "max_steps": len(log.train), "epoch": history[-1]["epoch"] if history else 0, "train_batch_size": 32}
+    (out / "trainer_state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+    if log.config:
+        (out / "config.json").write_text(json.dumps(log.config, indent=2) + "\n")
+
+
+def write_keras_history(log: Log, out: Path) -> None:
+    """Keras' CSVLogger: one row per epoch (`epoch,loss,val_loss`), from a per-epoch log."""
+    out.mkdir(parents=True, exist_ok=True)
+    evals = {e["step"]: e for e in log.evals}
+    with open(out / "history.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["epoch", "loss", "val_loss"])
+        for r in log.train:
+            if r["step"] in evals:
+                w.writerow([r["step"], r["train_loss"], evals[r["step"]]["val_loss"]])
+
+
+def write_lightning(log: Log, out: Path, every: int) -> None:
+    """Lightning's CSVLogger `metrics.csv`: step rows (`train_loss_step`), epoch-end rows, validation rows."""
+    folder = out / "lightning_logs" / "version_0"
+    folder.mkdir(parents=True, exist_ok=True)
+    evals = {e["step"]: e for e in log.evals}
+    rows, epoch_losses = [], []
+    for r in log.train:
+        epoch_losses.append(r["train_loss"])
+        if (r["step"] + 1) % every == 0:
+            rows.append({"train_loss_step": r["train_loss"], "epoch": r["epoch"], "step": r["step"]})
+        if r["step"] in evals:
+            rows.append({"val_loss": evals[r["step"]]["val_loss"], "epoch": r["epoch"], "step": r["step"]})
+        if (r["step"] + 1) % log.steps_per_epoch == 0:
+            rows.append({"train_loss_epoch": float(np.mean(epoch_losses)), "epoch": r["epoch"], "step": r["step"]})
+            epoch_losses = []
+    keys = sorted(set().union(*rows))
+    with open(folder / "metrics.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
 def write(fmt: str, log: Log, out: Path, names: dict, every: int) -> None:
     if fmt in ("tb", "tbn"):
         write_tensorboard(log, out, names, every, new_style=fmt == "tbn")
@@ -361,6 +425,12 @@ def write(fmt: str, log: Log, out: Path, names: dict, every: int) -> None:
         write_csv(log, out, names, every)
     elif fmt == "wb":
         write_wandb(log, out, names, every)
+    elif fmt == "hf":
+        write_hf(log, out, every)
+    elif fmt == "keras":
+        write_keras_history(log, out)
+    elif fmt == "pl":
+        write_lightning(log, out, every)
     else:
         raise ValueError(fmt)
 
@@ -457,7 +527,22 @@ def cases() -> list[Case]:
     add(Case("tbn_ok_gru_warmup_cosine", "tbn", lambda: Job(chars(modules=("inspect.py",)), lambda: GRUChar(len(VOCAB), hidden=48),
              adam(4e-3), 600, 64, scheduler=lambda o: torch.optim.lr_scheduler.OneCycleLR(o, 4e-3, total_steps=600), eval_every=60),
              N_NLL, every=3, notes="GRU, one-cycle: warmup then cosine"))
+    add(Case("hf_ok_tiny_regression_rounded", "hf", lambda: Job(sk("tiny_regression"), lambda: mlp(4, 1, 32), adam(2e-3), 500, 32,
+             loss="mse", eval_every=50), {}, every=10,
+             notes="loss ~0.002 -> ~0.0002 as window means rounded to 4 decimals: a handful of distinct values"))
+    add(Case("pl_ok_gaussian_nll_negative", "pl", lambda: Job(sk("tiny_regression"), lambda: mlp(4, 2, 32), adam(1e-3), 600, 32,
+             loss="gnll"), {}, every=5, notes="Gaussian NLL starts near 0 and goes negative (-3.1): healthy"))
+    add(Case("keras_ok_history_breast_cancer", "keras", lambda: Job(sk("breast_cancer"), lambda: mlp(30, 1, 32), adam(1e-3),
+             14 * 25, 32, loss="bce"), {}, epochs_only=True, notes="25 epochs of Keras history.csv: 0.6 -> 0.07"))
+    add(Case("wb_ok_cnn_sparse_logging", "wb", lambda: Job(sk("digits"), lambda: SmallCNN(), adam(1e-3), 1500, 32, eval_every=150),
+             {**N_PLAIN}, every=50, notes="logged every 50 steps: 30 points"))
     # ------------------------------------------------------------------ flat
+    add(Case("hf_flat_orphan_gru", "hf", lambda: Job(chars(), lambda: GRUChar(len(VOCAB)), adam(3e-3), 400, 64,
+             orphan_optimizer=True, eval_every=100), {}, codes=("flat",), every=10,
+             fault="optimizer built over a copy of the model", notes="flat at ln 97 = 4.57, rounded window means"))
+    add(Case("tbn_flat_autoencoder_detached", "tbn", lambda: Job(sk("digits_pixels"), autoencoder, adam(3e-3), 500, 64, loss="mse",
+             detach_loss=True, eval_every=50), N_RECON, codes=("flat",), every=2,
+             fault="reconstruction loss re-wrapped as a new leaf tensor", notes="flat at ~0.11 (tiny scale)"))
     add(Case("tb_flat_optimizer_on_copy", "tb", lambda: Job(sk("wine"), lambda: mlp(13, 3, 32), adam(1e-2), 400, 16, orphan_optimizer=True,
              config={"num_classes": 3}), N_TB, codes=("flat",), fault="optimizer built over a deepcopy of the model",
              notes="loss stays at its init level with batch noise"))
@@ -476,6 +561,11 @@ def cases() -> list[Case]:
              N_MSE, codes=("crawl",), fault="SGD lr 1e-4 on an MSE of ~40", notes="MSE inches down"))
     add(Case("wb_crawl_autoencoder_adagrad", "wb", lambda: Job(sk("digits_pixels"), autoencoder, adagrad(1e-4), 600, 64, loss="mse",
              eval_every=60), N_RECON, codes=("crawl", "flat"), every=3, fault="Adagrad lr 1e-4", notes="MSE ~0.11 inching down"))
+    add(Case("hf_crawl_gru_sgd_low", "hf", lambda: Job(chars(), lambda: GRUChar(len(VOCAB)), sgd(0.003), 600, 64, eval_every=60),
+             {}, codes=("crawl",), every=10, fault="plain SGD at lr 0.003 on a GRU (an Adam LR)", notes="inches down from 4.6"))
+    add(Case("keras_crawl_wine_linear_sgd", "keras", lambda: Job(sk("wine"), lambda: nn.Linear(13, 3), sgd(2e-4), 9 * 40, 16),
+             {}, codes=("crawl",), epochs_only=True, fault="SGD lr 2e-4 on a softmax regression",
+             notes="40 epochs: 1.49 -> 1.30 at an even pace"))
     # ------------------------------------------------------------------ oscillate
     add(Case("csv_osc_bc_momentum_099", "csv", lambda: Job(sk("breast_cancer"), lambda: mlp(30, 1, 32), sgd(0.05, 0.99), 600, 32,
              loss="bce", eval_every=15), N_PLAIN, codes=("oscillate", "spike"), fault="SGD momentum 0.99 (meant 0.9)",

@@ -111,7 +111,9 @@ def classify(name: str) -> str | None:
     if _is_lr(toks, name):
         return "lr"
     split = _split(toks)
-    if any("loss" in t for t in toks) or toks[-1] in ("nll", "ce", "xent"):
+    # the objective under other names (`objective`, `train_cost`, `val_mse`); a Keras-style `mse`
+    # metric next to `loss` stays second: `_preference` ranks the plain loss first
+    if any("loss" in t for t in toks) or toks[-1] in ("nll", "ce", "xent", "objective", "cost", "mse", "rmse", "mae"):
         if split == "val":
             return "val_loss"
         if split == "test":

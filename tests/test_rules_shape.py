@@ -440,3 +440,12 @@ def test_leaps_back_above_the_start_are_oscillate_and_explain_a_rising_validatio
     assert "oscillate" in got and got["oscillate"].evidence["relapse_rate"] >= 0.03
     top = next(f for f in findings if f.severity in ("warning", "critical"))
     assert top.code == "oscillate", [(f.code, f.severity) for f in findings]
+
+
+@pytest.mark.parametrize("name", ["objective", "train_cost", "mse"])
+def test_objective_under_another_name_is_judged(name):
+    # held-out runs log their objective as `objective` / `val_objective` (and cost, mse): without a
+    # role the run would pass as healthy unseen
+    x = np.arange(400)
+    got = fired(diagnose(synthetic({name: (x, 0.11 + 0.002 * RNG.standard_normal(400))})))
+    assert "flat" in got and got["flat"].metric == name
