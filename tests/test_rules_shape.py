@@ -449,3 +449,27 @@ def test_objective_under_another_name_is_judged(name):
     x = np.arange(400)
     got = fired(diagnose(synthetic({name: (x, 0.11 + 0.002 * RNG.standard_normal(400))})))
     assert "flat" in got and got["flat"].metric == name
+
+
+def test_short_per_epoch_history_has_no_epoch_period():
+    # a Keras history.csv: one point per epoch, 40 epochs of a noisy crawl; an autocorrelation peak
+    # of 0.3 is within chance on 40 points, so no 'loss period' (and no epoch_jumps) is read into it
+    x = np.arange(40)
+    for _ in range(10):
+        y = 1.30 - 0.15 * x / 40 + 0.02 * RNG.standard_normal(40)
+        assert "epoch_jumps" not in fired(diagnose(synthetic({"loss": (x, y)})))
+
+
+def test_one_hard_batch_after_a_steep_first_step_is_not_a_spike_warning():
+    # logistic regression logged every step: 0.72 at init, 0.25 two steps later, then ~0.08 with
+    # batch noise; one batch at 0.55 undoes far less than the progress from init
+    n = 300
+    x = np.arange(n)
+    y = 0.05 + 0.2 * np.exp(-x / 30) + 0.02 * np.abs(RNG.standard_normal(n))
+    y[0] = 0.72
+    y[223] = 0.55
+    got = fired(diagnose(synthetic({"train/loss": (x, y)})))
+    assert "spike" not in got
+    # must fire: two leaps back to the loss at init
+    y[[120, 223]] = 0.75
+    assert "spike" in fired(diagnose(synthetic({"train/loss": (x, y)})))

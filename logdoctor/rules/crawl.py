@@ -15,8 +15,9 @@ class Crawl(Rule):
         A steady, significant downward trend (Mann-Kendall over every point,
         and Kendall's tau at most -0.3 over the medians of 24 blocks, so heavy
         batch noise does not hide a steady decline) whose total drop (the
-        larger of start-to-end and along the Theil-Sen line) is a small
-        fraction of the starting loss (from half a percent up to a fifth),
+        largest of first-tenth-to-last-tenth, along the Theil-Sen line, and
+        start-to-end less two noise sigmas) is a small fraction of the
+        starting loss (from half a percent up to a fifth),
         and which is not levelling off: the last third still falls at least
         half as fast as the first third (Theil-Sen slopes), or the two slopes
         differ by less than twice their noise (a pace that cannot be told
@@ -52,6 +53,8 @@ class Crawl(Rule):
         "min_relative_drop": 0.005,
         # above it the loss has fallen too far to call the pace useless
         "max_relative_drop": 0.2,
+        # the end levels of the drop: medians of this opening / closing share of the run
+        "end_share": 0.1,
         # slope of the last third / slope of the first third: a converging run decelerates below this
         "min_late_to_early": 0.5,
     }
@@ -64,11 +67,14 @@ class Crawl(Rule):
         scale = max(abs(c.start), c.y_noise, curves.TINY)
         whole = curves.trend(c.steps, c.y)
         span = max(c.last_step - c.first_step, 1)
-        # the drop along the Theil-Sen line: for a steady pace it is the start-to-end drop, and
-        # unlike the two end levels it does not move with the batch noise at either end; the larger
-        # of the two is taken (a run that fell far by either measure is not crawling: one that sat
-        # at chance for most of the run and then learned has a flat Theil-Sen line)
-        drop = max(-whole.slope * span / scale, (c.start - c.end) / scale)
+        # how far it fell, three ways, the largest taken (a run that fell far by any measure is not
+        # crawling): along the Theil-Sen line and between the medians of the first and last tenths
+        # (for a steady pace both are about the start-to-end drop and neither moves much with the
+        # batch noise; one that sat at chance for most of the run and then learned has a flat
+        # Theil-Sen line), and from start to end level less two noise sigmas (a steep first step
+        # the opening tenth already left behind, but not a noisy first few points)
+        ends = curves.level(c.y, "start", self.params["end_share"]) - curves.level(c.y, "end", self.params["end_share"])
+        drop = max(-whole.slope * span, ends, c.start - c.end - 2 * c.y_noise) / scale
         if not self.params["min_relative_drop"] <= drop <= self.params["max_relative_drop"]:
             return []
         # significance from every point, steadiness from the block medians (batch noise averaged out)

@@ -52,6 +52,8 @@ class EpochJumps(Rule):
         "min_amplitude": 0.05,
         # without a logged epoch counter, the autocorrelation peak must be at least this high
         "min_period_strength": 0.3,
+        # ...and at least this many standard errors (1/sqrt(points)) of a noise autocorrelation
+        "period_z": 3.0,
         # phase bins per epoch (at most)
         "bins": 24,
         # step-to-step changes late in the epoch / early in it below this: a running mean, not data
@@ -142,7 +144,11 @@ class EpochJumps(Rule):
                 return starts, "epoch counter"
         # search from lag 2, so a step-to-step zigzag is not mistaken for its own harmonics
         period, strength = curves.dominant_period(y)
-        if period < self.params["min_points_per_epoch"] or strength < self.params["min_period_strength"]:
+        # an autocorrelation peak of noise has a standard error of about 1/sqrt(n): on a short
+        # history (a per-epoch log of 40 points) 0.3 is within chance, so the peak must also stand
+        # period_z standard errors clear
+        needed = max(self.params["min_period_strength"], self.params["period_z"] / np.sqrt(max(len(y), 1)))
+        if period < self.params["min_points_per_epoch"] or strength < needed:
             return np.array([], dtype=int), "none"
         return np.arange(period, len(y), period), "loss period"
 

@@ -64,7 +64,10 @@ class Spike(Rule):
         if c is None or len(c) < self.params["min_points"]:
             return []
         n = len(c)
-        ref = max(c.start - c.best, 0.05 * abs(c.start), 4 * c.y_noise, curves.TINY)
+        # the progress from the loss at init (the first logged value, when a steep first descent
+        # already pulls the median start level below it) to the best level
+        top = max(c.start, c.y[0])
+        ref = max(top - c.best, 0.05 * abs(top), 4 * c.y_noise, curves.TINY)
         h = curves.hampel(c.hi, k=self.params["k_sigma"], floor=max(c.y_noise, c.quantum))
         height = c.hi - h.center
         hit = h.outliers & (h.score > 0) & (height >= self.params["min_height"] * ref)
