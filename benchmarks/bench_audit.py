@@ -136,7 +136,8 @@ def snapshot() -> Path:
 def timed(args: list[str], code: Path) -> tuple[float, dict]:
     env = {**os.environ, "PYTHONPATH": str(code)}
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "logdoctor", *args], capture_output=True, text=True, env=env)
+    # run from the snapshot: `python -m` puts the working folder ahead of PYTHONPATH
+    proc = subprocess.run([sys.executable, "-m", "logdoctor", *args], capture_output=True, text=True, env=env, cwd=code)
     seconds = time.perf_counter() - started
     if proc.returncode not in (0, 1):
         raise SystemExit(f"audit failed ({proc.returncode}): {proc.stderr[-2000:]}")
@@ -151,7 +152,7 @@ def main() -> None:
     args = parser.parse_args()
     generate(args.out, args.runs, args.steps)
     size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file() and ".logdoctor-cache" not in f.parts)
-    sweep = str(args.out)
+    sweep = str(args.out.resolve())
     code = snapshot()
     try:
         run_all(args, sweep, size, code)
