@@ -473,3 +473,16 @@ def test_one_hard_batch_after_a_steep_first_step_is_not_a_spike_warning():
     # must fire: two leaps back to the loss at init
     y[[120, 223]] = 0.75
     assert "spike" in fired(diagnose(synthetic({"train/loss": (x, y)})))
+
+
+def test_a_period_found_in_the_loss_needs_more_cycles_than_a_logged_epoch_counter():
+    # five cycles of a sawtooth: with the epoch counter logged it is an epoch pattern; read from the
+    # loss alone (the best of many lags tried) five cycles are too few to rule out chance
+    per, cycles = 40, 5
+    x = np.arange(per * cycles)
+    y = 1.5 - 0.3 * x / len(x) + 0.2 * np.exp(-(x % per) / 8) + 0.01 * RNG.standard_normal(len(x))
+    assert "epoch_jumps" in fired(diagnose(synthetic({"train_loss": (x, y), "epoch": (x, x // per)})))
+    assert "epoch_jumps" not in fired(diagnose(synthetic({"train_loss": (x, y)})))
+    more = np.arange(per * 8)
+    y8 = 1.5 - 0.3 * more / len(more) + 0.2 * np.exp(-(more % per) / 8) + 0.01 * RNG.standard_normal(len(more))
+    assert "epoch_jumps" in fired(diagnose(synthetic({"train_loss": (more, y8)})))

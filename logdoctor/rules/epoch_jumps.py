@@ -21,7 +21,8 @@ class EpochJumps(Rule):
         (ordered data, per-epoch resets), or down followed by a drift back up
         inside the epoch (the model memorises the examples it sees again).
         Boundaries come from a logged epoch counter or, when there is none,
-        from the loss's own dominant period. A running mean restarted every
+        from the loss's own dominant period (then it must repeat over at
+        least six cycles, with an autocorrelation peak beyond chance). A running mean restarted every
         epoch (Keras progress logs) is recognised by its step-to-step changes
         shrinking along the epoch and is not reported.
     Root causes:
@@ -45,6 +46,9 @@ class EpochJumps(Rule):
     severity = "warning"
     defaults = {
         "min_epochs": 4,
+        # with no epoch counter the period is the best of many lags tried, so a pattern that
+        # repeats by chance over a few cycles must be outvoted by more of them
+        "min_epochs_from_period": 6,
         "min_points_per_epoch": 6,
         # correlation between the even-epoch and odd-epoch profiles
         "min_split_half_r": 0.6,
@@ -85,7 +89,8 @@ class EpochJumps(Rule):
         detrended = y - curves.moving_average(y, period)
         inside &= np.isfinite(detrended)
         idx = np.flatnonzero(inside)
-        if len(np.unique(epoch_of[idx])) < self.params["min_epochs"]:
+        needed = self.params["min_epochs"] if source == "epoch counter" else self.params["min_epochs_from_period"]
+        if len(np.unique(epoch_of[idx])) < needed:
             return []
         e = epoch_of[idx]
         phase = (idx - edges[e]) / length[e]
