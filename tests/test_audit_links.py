@@ -159,3 +159,21 @@ def test_a_setting_confounded_with_the_cause_is_not_reported():
         runs.append(result(f"r{i}", params, ("diverge",) if lr == 1e-1 else ()))
     links = find_links(runs)
     assert [(l.param, l.condition) for l in links] == [("lr", ">= 0.1")]
+
+
+def test_switch_written_as_bool_and_as_number_is_one_setting_and_ties_are_named():
+    # half the loggers wrote amp as True/False, the others (TensorBoard hparams) as 1/0;
+    # in this sweep every AMP run was also a short one, so the data cannot separate the two
+    runs = []
+    for i in range(40):
+        amp = i % 4 == 0
+        value = amp if i % 2 == 0 else int(amp)
+        runs.append(result(f"r{i}", {"amp": value, "max_steps": 300 if amp else 1500, "seed": i},
+                           ("scaler_collapse",) if amp and i % 8 else ()))
+    runs[4].params["amp"] = 1  # an AMP run logged by a numeric writer
+    links = find_links(runs)
+    assert len(links) == 1
+    link = links[0]
+    assert (link.param, link.condition) in {("amp", "amp=True"), ("max_steps", "<= 300")}
+    other = "max_steps <= 300" if link.param == "amp" else "amp=True"
+    assert link.text.endswith(f"about as well explained by {other}")

@@ -52,6 +52,10 @@ PAIR_PARAMS = 8
 PAIR_GAIN = 100.0
 #: Links per outcome at most (each must explain failures the earlier ones leave).
 MAX_LINKS_PER_OUTCOME = 3
+#: Conditions on other settings that catch the same failing runs with a raw p within this factor
+#: are named alongside a link ("about as well explained by"), at most MAX_TIED of them.
+TIE_FACTOR = 10.0
+MAX_TIED = 2
 ANY_PROBLEM = "problem"
 
 
@@ -77,6 +81,8 @@ class Link:
     p_adjusted: float
     #: Conditions of stronger links whose runs were set aside before this one was found.
     given: tuple[Condition, ...] = ()
+    #: Conditions on other settings that catch the same failing runs about as well (confounded here).
+    tied: tuple[Condition, ...] = ()
 
     @property
     def param(self) -> str:
@@ -96,11 +102,17 @@ class Link:
         stats = f"p = {self.p:.2g}, adjusted {self.p_adjusted:.2g}"
         single = self.conditions[0] if len(self.conditions) == 1 else None
         if self.failing_out == 0 and single is not None and single.op == "==" and not self.given:
-            return f"{what} only with {where} ({self.failing}/{self.total}; 0/{self.total_out} otherwise; {stats})"
+            return f"{what} only with {where} ({self.failing}/{self.total}; 0/{self.total_out} otherwise; {stats})" + self._context()
         rest = {">=": "below", "<=": "above"}.get(single.op, "otherwise") if single else "otherwise"
         text = f"{what} in {self.failing}/{self.total} runs with {where}, {self.failing_out}/{self.total_out} {rest} ({stats})"
+        return text + self._context()
+
+    def _context(self) -> str:
+        text = ""
         if self.given:
             text += "; among runs without " + " or ".join(c.text() for c in self.given)
+        if self.tied:
+            text += "; about as well explained by " + " or ".join(c.text() for c in self.tied)
         return text
 
     def to_json(self) -> dict[str, Any]:
@@ -141,12 +153,25 @@ def _native(values: list[Any], x: float) -> Any:
     return int(x) if all(isinstance(v, int) and not isinstance(v, bool) for v in values) and x.is_integer() else x
 
 
+_TRUE, _FALSE = {True, 1, "true", "True", "yes"}, {False, 0, "false", "False", "no"}
+
+
+def _switches(raw: list[Any]) -> list[Any]:
+    """An on/off setting written as True/False by some loggers and 1/0 by others (TensorBoard
+    hparams store booleans as numbers) is one setting: normalise it to booleans."""
+    present = [v for v in raw if v is not None]
+    is_switch = any(isinstance(v, bool) or isinstance(v, str) for v in present) and all(
+        (not isinstance(v, float) or v in (0.0, 1.0)) and (v in _TRUE or v in _FALSE) for v in present
+    )
+    return [None if v is None else v in _TRUE for v in raw] if is_switch else raw
+
+
 def candidates(results: list[RunResult]) -> list[tuple[Condition, np.ndarray, np.ndarray]]:
     """(condition, holds-mask, population-mask) for every single-parameter split worth testing."""
     names = sorted({k for r in results for k in r.params})
     out = []
     for name in names:
-        raw = [r.params.get(name) for r in results]
+        raw = _switches([r.params.get(name) for r in results])
         present = np.array([v is not None for v in raw])
         values = [v for v in raw if v is not None]
         if present.sum() < 4:
@@ -294,7 +319,17 @@ def _best(cands, y: np.ndarray, keep: np.ndarray, permutations: int, rng) -> tup
         if observed[pair] * PAIR_GAIN < observed[single]:
             pick = pair
     conds, holds, pop = family[pick]
-    return conds, holds, pop, float(observed[pick]), float(adjusted[pick])
+    # settings on other parameters that catch the same failing runs about as well: the sweep
+    # cannot tell them apart (sorted, best first)
+    tied: dict[str, Condition] = {}
+    close = np.flatnonzero(observed[:n_single] <= observed[pick] * TIE_FACTOR)
+    for i in close[np.argsort(observed[close], kind="stable")]:
+        if not np.array_equal(family[i][1] & y, holds & y):
+            continue
+        c = family[i][0][0]
+        if c.param not in {x.param for x in conds} and c.param not in tied and len(tied) < MAX_TIED:
+            tied[c.param] = c
+    return conds, holds, pop, float(observed[pick]), float(adjusted[pick]), tuple(tied.values())
 
 
 def find_links(
@@ -333,10 +368,11 @@ def find_links(
             found = _best(cands, y, keep, permutations, rng)
             if found is None or found[4] > level:
                 break
-            conds, holds, pop, p, p_adjusted = found
+            conds, holds, pop, p, p_adjusted, tied = found
             if codes is None and {c.param for c in conds} & code_params:
                 break
             link = _link(runs, codes, y & keep, conds, holds, pop, p, p_adjusted, given)
+            link.tied = tied
             order = 2 if codes is None else severity.get(codes[0], 1)
             ranked.append(((order, len(given), link.p, -link.failing), link))
             keep &= ~holds
