@@ -1,26 +1,30 @@
 """A held-out corpus of real CPU trainings the rules were not tuned on (generalisation check).
 
-    python benchmarks/holdout_corpus.py /tmp/holdout            # ~30 runs + labels.json
+    python benchmarks/holdout_corpus.py /tmp/holdout                   # 43 runs + labels.json, ~40 s
     python benchmarks/holdout_corpus.py /tmp/holdout --plots /tmp/hp   # also one PNG per run (label by eye)
-    python benchmarks/accuracy.py /tmp/holdout                  # score logdoctor on it
+    python benchmarks/holdout_corpus.py /tmp/h1 --seed 1               # same recipes, another training seed
+    python benchmarks/accuracy.py /tmp/holdout                         # score logdoctor on it
 
 Deliberately unlike sample_runs/ (scripts/make_sample_runs.py: digits MLP/CNN
 and a char-MLP, fixed metric names): other data sets (sklearn breast_cancer,
 wine, iris, diabetes, a synthetic tiny-scale regression, stdlib text for a
-GRU), other models (logistic / linear regression, a GRU char model, a digits
-autoencoder with an MSE loss of ~0.01), other optimisers (SGD + momentum,
-RMSprop, Adagrad, Adam), label smoothing, batch sizes from 4 to full batch,
-other logging cadences (every step, every N, per epoch only) and other metric
-names (`objective`, `train_nll`, `Loss/total`, `batch_loss`,
-`val/nll`, `recon_loss`...). Written by the real writers: torch's
-SummaryWriter in both encodings, a plain CSV, wandb offline.
+GRU), other models (logistic / linear / Gaussian-NLL regression, a GRU char
+model, a digits autoencoder with an MSE loss of ~0.03, a small CNN), other
+optimisers (SGD + momentum, RMSprop, Adagrad, Adam), label smoothing, batch
+sizes from 4 to full batch, other logging cadences (every step, every N, per
+epoch only) and other metric names (`objective`, `train_nll`, `Loss/total`,
+`batch_loss`, `val/nll`, `recon_loss`, `mse_loss`...). Written by the real
+writers where they exist (torch's SummaryWriter in both encodings, wandb
+offline) and in the on-disk layout of the others (a plain CSV, HF
+`trainer_state.json` with 4-decimal window means, Keras `history.csv`,
+Lightning `metrics.csv`).
 
 Faults are injected the way they happen in code (an optimizer over a copy of
 the model, a detached loss, LR decades off, unshuffled sorted data, a bad
 shard every few hundred batches, a scheduler stepped per batch...). Labels
 (`labels.json`, same schema as sample_runs/labels.json) were checked against
-the plotted curves, not only the recipe: `codes` lists every code a careful
-reader would accept, main one first. Not committed: regenerate it.
+the plotted curves of seed 0, not only the recipe: `codes` lists every code a
+careful reader would accept, main one first. Not committed: regenerate it.
 """
 from __future__ import annotations
 
