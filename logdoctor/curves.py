@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .model import Series
+from .rankstats import kendalltau, theil_sen_slope  # numpy, not scipy.stats: that import costs ~0.5 s
 
 #: Size of the bucketed view every statistic runs on.
 MAX_POINTS = 1024
@@ -254,8 +255,6 @@ def trend(x: np.ndarray, y: np.ndarray, max_points: int = 400) -> Trend:
     Kendall's tau of (step, value) is the Mann–Kendall statistic; Theil–Sen is
     quadratic in its input, so it never sees more than `max_points` points.
     """
-    from scipy.stats import kendalltau, theilslopes
-
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     ok = np.isfinite(x) & np.isfinite(y)
@@ -267,7 +266,7 @@ def trend(x: np.ndarray, y: np.ndarray, max_points: int = 400) -> Trend:
         b = buckets(x, y, max_points)
         x, y = b.steps, b.med
     tau, p = kendalltau(x, y)
-    slope = theilslopes(y, x).slope if len(set(x.tolist())) > 1 else 0.0
+    slope = theil_sen_slope(x, y) if len(set(x.tolist())) > 1 else 0.0
     return Trend(float(slope), float(tau if np.isfinite(tau) else 0.0), float(p if np.isfinite(p) else 1.0), n)
 
 
