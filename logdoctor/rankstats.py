@@ -1,21 +1,26 @@
-"""Kendall's tau-b (with its two-sided p-value) and the Theil–Sen slope, in numpy.
+"""Order statistics in numpy: Kendall's tau-b with its p-value, the Theil–Sen slope, a rolling median.
 
 The same numbers as `scipy.stats.kendalltau` (method 'auto': the exact null
 distribution for small samples without ties, else the tie-corrected normal
-approximation) and `scipy.stats.theilslopes(...).slope`, for the few hundred
-points `curves.trend` feeds them. Why not scipy: importing `scipy.stats`
-costs about half a second, more than every rule together on a 2M-scalar run,
-and `logdoctor analyze` should answer in seconds. Both are quadratic in their
-input (all pairs), which is why callers bucket long series down first.
+approximation; the p-value agrees to the last few bits of libm's erfc),
+`scipy.stats.theilslopes(...).slope` and `scipy.ndimage.median_filter(y,
+size=w, mode="mirror")`. Why not scipy: importing `scipy.stats` and
+`scipy.ndimage` costs most of a second, more than every rule together on a
+2M-scalar run, and `logdoctor analyze` should answer in seconds. Kendall and
+Theil–Sen are quadratic in their input (all pairs), which is why callers
+bucket long series down first; the rolling median is O(n * window).
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 #: Beyond this many points the exact p-value recursion is not used (scipy's threshold).
 _EXACT_MAX_N = 33
+#: Window cells partitioned at once by the rolling median (bounds its scratch memory to ~8 MB).
+_MEDIAN_CHUNK_CELLS = 1 << 20
 
 
 def _pair_signs(v: np.ndarray) -> np.ndarray:
@@ -88,3 +93,23 @@ def theil_sen_slope(x: np.ndarray, y: np.ndarray) -> float:
         return math.nan
     slopes.sort()
     return float(np.median(slopes))
+
+
+def rolling_median(y: np.ndarray, window: int) -> np.ndarray:
+    """Median of each point's window of `window` points, edges mirrored (d c b | a b c d | c b a).
+
+    An even window takes the upper of its two middle values and reaches one
+    point further back than forward, as scipy's rank filter does. Meant for
+    finite input (NaN has no rank).
+    """
+    y = np.asarray(y, dtype=float)
+    w = int(window)
+    if w <= 1 or len(y) < 2:
+        return y.copy()
+    back = w // 2
+    windows = sliding_window_view(np.pad(y, (back, w - 1 - back), mode="reflect"), w)
+    out = np.empty(len(y))
+    rows = max(1, _MEDIAN_CHUNK_CELLS // w)
+    for start in range(0, len(y), rows):
+        out[start : start + rows] = np.partition(windows[start : start + rows], back, axis=1)[:, back]
+    return out

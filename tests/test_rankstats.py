@@ -1,4 +1,4 @@
-"""rankstats gives scipy.stats' Kendall tau-b / p-value and Theil–Sen slope without importing scipy.stats."""
+"""rankstats gives scipy's Kendall tau-b / p-value, Theil–Sen slope and mirrored median filter without importing scipy."""
 from __future__ import annotations
 
 import math
@@ -44,12 +44,30 @@ def test_theil_sen_slope_matches_scipy(x, y):
         assert rankstats.theil_sen_slope(x, y) == stats.theilslopes(y, x).slope
 
 
-def test_analyze_path_does_not_import_scipy_stats():
+@pytest.mark.parametrize("n", [3, 4, 7, 50, 1000, 5000])
+@pytest.mark.parametrize("window", [2, 3, 4, 5, 51, 101])
+def test_rolling_median_matches_scipy_median_filter(n, window, monkeypatch):
+    ndimage = pytest.importorskip("scipy.ndimage")
+    monkeypatch.setattr(rankstats, "_MEDIAN_CHUNK_CELLS", 1000)  # several chunks, one window row at least
+    rng = np.random.default_rng(n * window)
+    for y in (rng.normal(size=n), np.round(rng.normal(size=n)), np.cumsum(rng.normal(size=n))):
+        if window <= n:
+            assert np.array_equal(rankstats.rolling_median(y, window), ndimage.median_filter(y, size=window, mode="mirror"))
+
+
+def test_rolling_median_edges_are_mirrored():
+    y = np.array([9.0, 1.0, 2.0, 3.0, 4.0])
+    # first window is (1, 9, 1): an outlier at step 0 does not become the start level
+    assert rankstats.rolling_median(y, 3).tolist() == [1.0, 2.0, 2.0, 3.0, 3.0]
+
+
+def test_analyze_path_does_not_import_scipy():
     code = (
         "import sys, numpy as np\n"
         "from logdoctor import curves\n"
-        "curves.trend(np.arange(5000.0), np.exp(-np.arange(5000.0) / 900))\n"
-        "print('scipy.stats' in sys.modules)"
+        "x = np.arange(5000.0); y = np.exp(-x / 900) + 0.01 * np.sin(x)\n"
+        "curves.trend(x, y); curves.smooth(y); curves.hampel(y); curves.oscillation(y)\n"
+        "print('scipy' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
