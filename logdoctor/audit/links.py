@@ -303,7 +303,7 @@ def _severity_order(results: list[RunResult]) -> dict[str, int]:
 
 
 def _best(cands, y: np.ndarray, keep: np.ndarray, permutations: int, rng) -> tuple | None:
-    """The strongest condition among the runs in `keep`: (conditions, holds, pop, p, adjusted)."""
+    """The strongest condition among the runs in `keep`: (conditions, holds, pop, p, adjusted, tied)."""
     restricted = [(c, h & keep, pop & keep) for c, h, pop in cands]
     y = y & keep
     Y = np.zeros((len(y), permutations), dtype=np.float32)
@@ -371,8 +371,7 @@ def find_links(
             conds, holds, pop, p, p_adjusted, tied = found
             if codes is None and {c.param for c in conds} & code_params:
                 break
-            link = _link(runs, codes, y & keep, conds, holds, pop, p, p_adjusted, given)
-            link.tied = tied
+            link = _link(runs, codes, y & keep, conds, holds, pop, p, p_adjusted, given, tied)
             order = 2 if codes is None else severity.get(codes[0], 1)
             ranked.append(((order, len(given), link.p, -link.failing), link))
             keep &= ~holds
@@ -383,8 +382,8 @@ def find_links(
     return [link for _, link in sorted(ranked, key=lambda kv: kv[0])]
 
 
-def _link(runs, codes, y, conds, holds, pop, p, p_adjusted, given) -> Link:
+def _link(runs, codes, y, conds, holds, pop, p, p_adjusted, given, tied) -> Link:
     a, n = int((holds & y).sum()), int(holds.sum())
     outside = pop & ~holds
     fail_codes = codes or sorted({c for r, h in zip(runs, holds & y) if h for c in r.codes})
-    return Link(conds, fail_codes, a, n, int((outside & y).sum()), int(outside.sum()), float(p), float(p_adjusted), given)
+    return Link(conds, fail_codes, a, n, int((outside & y).sum()), int(outside.sum()), float(p), float(p_adjusted), given, tied)
