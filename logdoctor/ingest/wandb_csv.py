@@ -20,7 +20,7 @@ import polars as pl
 from ..model import Run
 from . import Claim, ReadError, Source
 from .csv_table import header, numeric_columns, read_table, wide_to_tidy
-from .wandb_history import INTERNAL_PREFIX, first_json_object, frame_from_rows, read_jsonl
+from .wandb_history import INTERNAL_PREFIX, first_json_object, read_history
 
 #: `<run> - <metric>` with an optional band suffix; run names may contain " - " themselves, metric names hardly ever.
 _UI_COLUMN = re.compile(r"^(?P<run>.+) - (?P<metric>.+?)(?P<band>__MIN|__MAX)?$")
@@ -65,9 +65,9 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
 def read(source: Source) -> list[Run]:
     path = source.path
     if path.name.lower().endswith(".jsonl"):
-        rows, bad = read_jsonl(path)
+        scalars, bad = read_history(path)
         warnings = [f"{path.name}: skipped {bad} unreadable line(s)"] if bad else []
-        return [Run(name="", path=str(path), format="wandb_csv", scalars=frame_from_rows(rows), warnings=warnings)]
+        return [Run(name="", path=str(path), format="wandb_csv", scalars=scalars, warnings=warnings)]
     frame = read_table(path)
     kind = kind_of(frame.columns)
     if kind == "runs_table":

@@ -6,20 +6,44 @@ A W&B history is a sequence of rows, one per `wandb.log` call: `_step`,
 Local run folders store it as `wandb-history.jsonl`, the public API dumps it
 as JSONL or CSV, and the binary `run-*.wandb` file as history records: all of
 them end here so every W&B source yields the same metric names and steps.
+
+JSONL files are parsed by polars' native reader (`read_history`), a few
+million cells a second and no Python per row; the per-row path
+(`read_jsonl` + `frame_from_rows`) is the reference and takes over for
+files the native reader cannot type (see `read_history`).
 """
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from ..model import tidy
+from ..model import empty_scalars, tidy
+from .csv_table import wide_to_tidy
 
 #: Columns W&B adds to every history row; bookkeeping, not metrics.
 INTERNAL_PREFIX = "_"
+STEP, TIMESTAMP, MEDIA_TAG = "_step", "_timestamp", "_type"
+
+#: Python's json (which W&B writes with) emits bare NaN / Infinity / -Infinity; JSON has no such
+#: tokens, so they become strings polars can carry, marked with a NUL no logger writes ("\u0000NaN").
+#: A value token is followed by `,` `]` or `}`; one matched inside a string breaks that string's
+#: quotes, so the parse fails and the per-row reading takes over: never a wrong number.
+_NAN, _INFINITIES = (
+    [(re.compile(re.escape(token) + rb"(?=\s*[,\]}])"), b'"\\\\u0000' + token + b'"') for token in tokens]
+    for tokens in ((b"NaN",), (b"-Infinity", b"Infinity"))  # -Infinity first: Infinity is part of it
+)
+_SENTINEL_VALUE = {"\x00NaN": float("nan"), "\x00Infinity": float("inf"), "\x00-Infinity": float("-inf")}
+#: Schema sample: lines spread over the file, plus its first and last lines; small files are read whole.
+_SAMPLE_LINES, _SAMPLE_ENDS, _SAMPLE_ALL_BYTES = 2000, 200, 1 << 20
+
+
+class _Untyped(Exception):
+    """The native reader's columns cannot reproduce the per-row reading exactly."""
 
 
 def numeric_items(row: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, float]]:
@@ -30,7 +54,7 @@ def numeric_items(row: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, 
             continue
         if isinstance(value, (int, float)):
             yield name, float(value)
-        elif isinstance(value, dict) and "_type" not in value:
+        elif isinstance(value, dict) and MEDIA_TAG not in value:
             yield from numeric_items(value, f"{name}.")
 
 
@@ -41,12 +65,12 @@ def frame_from_rows(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
     value: list[float] = []
     wall: list[float | None] = []
     for index, row in enumerate(rows):
-        raw_step = row.get("_step", index)
+        raw_step = row.get(STEP, index)
         if isinstance(raw_step, float) and raw_step.is_integer():
             raw_step = int(raw_step)
         if not isinstance(raw_step, int) or isinstance(raw_step, bool):
             continue
-        stamp = row.get("_timestamp")
+        stamp = row.get(TIMESTAMP)
         stamp = float(stamp) if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else None
         for name, v in numeric_items(row):
             if name.startswith(INTERNAL_PREFIX):
@@ -61,6 +85,230 @@ def frame_from_rows(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
             schema={"metric": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "wall_time": pl.Float64},
         )
     )
+
+
+def read_history(path: Path) -> tuple[pl.DataFrame, int]:
+    """A history JSONL file -> (tidy frame, lines that were not a JSON object).
+
+    Native path: polars parses the file against a schema inferred from a
+    few thousand lines spread over it (inferring over every line costs more
+    than parsing them all); a count of the keys in the raw bytes then proves
+    the parsed frame holds every key of every line, else the schema is
+    inferred over the whole file (a key first logged in one line mid-run).
+    Nested dicts become dotted names; dicts tagged `_type` (media,
+    histograms, tables), lists, strings and booleans are skipped. Two things
+    Python's json writes but polars rejects are repaired on the bytes first:
+    a half-written last line (a killed run) is cut off and counted, and the
+    bare NaN / Infinity / -Infinity tokens become marked strings that turn
+    back into NaN / inf column-wise. Files it still cannot type the way the
+    per-row reading would (a key holding numbers in some rows and dicts,
+    booleans or text in others; non-object lines mid-file; undecodable
+    bytes) are read per row. One difference is accepted: in a column that
+    also holds NaN or Infinity, a number logged as text ("0.5") counts as a
+    number.
+    """
+    data, bad = _cut_broken_tail(path.read_bytes())
+    if not data or data.isspace():
+        return empty_scalars(), bad
+    try:
+        return _tidy_history(_native_frame(data)), bad
+    except (_Untyped, pl.exceptions.PolarsError, ValueError, OverflowError):
+        rows, bad = read_jsonl(path)
+        return frame_from_rows(rows), bad
+
+
+def _native_frame(data: bytes) -> pl.DataFrame:
+    """The JSONL bytes as one wide frame (one column per top-level key); PolarsError if polars cannot."""
+    schema = _sample_schema(data)
+    if schema is None:  # a diverged run's NaN lines are in the sample (its tail): mark them first
+        data, marked = _mark_nonfinite(data)
+        schema = _sample_schema(data) if marked else None
+    try:
+        return _parse(data, schema)
+    except pl.exceptions.PolarsError:
+        data, marked = _mark_nonfinite(data)  # NaN only in lines the sample missed
+        if not marked:
+            raise
+    return _parse(data, _sample_schema(data))
+
+
+def _mark_nonfinite(data: bytes) -> tuple[bytes, int]:
+    """The bytes with every non-finite token marked, and how many were."""
+    marked = 0
+    for pattern, mark in _NAN + (_INFINITIES if b"Infinity" in data else []):
+        data, count = pattern.subn(mark, data)
+        marked += count
+    return data, marked
+
+
+def _sample_schema(data: bytes) -> pl.Schema | None:
+    """The schema polars infers from a sample of the lines; None when the sample does not parse."""
+    try:
+        return pl.read_ndjson(_sample_lines(data), infer_schema_length=None).schema
+    except pl.exceptions.PolarsError:
+        return None
+
+
+def _parse(data: bytes, schema: pl.Schema | None) -> pl.DataFrame:
+    """Parse against the sampled schema when it provably fits every line, else infer over all of them."""
+    if schema is not None:
+        try:
+            frame = pl.read_ndjson(data, schema=schema)
+            if _holds_every_key(frame, data):
+                return frame
+        except pl.exceptions.PolarsError:
+            pass  # a type the sample did not show (an int column turning float)
+    return pl.read_ndjson(data, infer_schema_length=None)
+
+
+def _sample_lines(data: bytes) -> bytes:
+    """The first and last _SAMPLE_ENDS lines and _SAMPLE_LINES lines evenly spaced between, joined."""
+    if len(data) <= _SAMPLE_ALL_BYTES:
+        return data
+    head = 0
+    for _ in range(_SAMPLE_ENDS):
+        head = data.find(b"\n", head) + 1
+        if head == 0:
+            return data
+    tail = len(data)
+    for _ in range(_SAMPLE_ENDS):
+        tail = data.rfind(b"\n", 0, tail - 1) + 1
+        if tail <= head:
+            return data
+    parts = [data[:head]]
+    for offset in range(head, tail, max(1, (tail - head) // _SAMPLE_LINES)):
+        start = data.rfind(b"\n", 0, offset) + 1
+        stop = data.find(b"\n", offset)
+        parts.append(data[start : stop + 1 if stop >= 0 else len(data)])
+    parts.append(data[tail:])
+    return b"".join(p if p.endswith(b"\n") else p + b"\n" for p in parts)
+
+
+def _holds_every_key(frame: pl.DataFrame, data: bytes) -> bool:
+    """Whether the frame parsed against a sampled schema kept every non-null key of every line.
+
+    Polars drops keys the schema does not name, silently; the raw bytes say
+    how many there were. Every key is followed by a colon, so colons bound
+    the keys from above and a frame holding as many values as the text has
+    colons lost nothing (one fast byte count). Otherwise count more exactly:
+    `"name":` less those followed by null. Colons inside strings only make
+    the counts too high, so the check can fail needlessly, never pass wrongly.
+    """
+    values = _keys_in(frame)
+    if values is None:
+        return False
+    if values == data.count(b":"):
+        return True
+    return values == data.count(b'":') - data.count(b'": null') - data.count(b'":null')
+
+
+def _keys_in(frame: pl.DataFrame) -> int | None:
+    """Non-null values at every nesting level of the frame; None when a list holds dicts (not counted)."""
+    counts: list[pl.Expr] = []
+
+    def walk(expr: pl.Expr, dtype: pl.DataType, present: pl.Expr) -> bool:
+        here = present & expr.is_not_null()
+        counts.append(here.sum())
+        if isinstance(dtype, pl.Struct):
+            return all(walk(expr.struct.field(f.name), f.dtype, here) for f in dtype.fields)
+        return not _struct_in_list(dtype)
+
+    if not all(walk(pl.col(name), dtype, pl.lit(True)) for name, dtype in frame.schema.items()):
+        return None
+    return int(frame.select(pl.sum_horizontal(counts)).item()) if counts else 0
+
+
+def _struct_in_list(dtype: pl.DataType) -> bool:
+    """A list (at any depth) whose items are or hold dicts."""
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return isinstance(dtype.inner, pl.Struct) or _struct_in_list(dtype.inner)
+    if isinstance(dtype, pl.Struct):
+        return any(_struct_in_list(f.dtype) for f in dtype.fields)
+    return False
+
+
+def _cut_broken_tail(data: bytes) -> tuple[bytes, int]:
+    """Drop the last line when it is not a whole JSON object (a writer killed mid-line)."""
+    end = len(data)
+    while end and data[end - 1 : end].isspace():
+        end -= 1
+    start = data.rfind(b"\n", 0, end) + 1
+    try:
+        whole = end == 0 or isinstance(json.loads(data[start:end]), dict)
+    except ValueError:
+        whole = False
+    return (data, 0) if whole else (data[:start], 1)
+
+
+def _tidy_history(frame: pl.DataFrame) -> pl.DataFrame:
+    """The native reader's wide frame (one column per top-level key) -> tidy rows."""
+    metrics: dict[str, pl.Expr] = {}
+    for name in frame.columns:
+        if not name.startswith(INTERNAL_PREFIX):
+            _collect(frame.get_column(name), pl.col(name), name, pl.lit(True), metrics)
+    index = pl.int_range(0, pl.len(), dtype=pl.Int64)
+    if STEP in frame.columns:
+        raw = _as_float(frame.get_column(STEP), pl.col(STEP), keep_text=False)
+        if raw is None:
+            raise _Untyped(STEP)
+        # a float step counts when whole; a missing one is the row number (as in frame_from_rows)
+        step = pl.when(raw.is_null()).then(index).when(raw == raw.round()).then(raw.cast(pl.Int64, strict=False))
+    else:
+        step = index
+    wall = _as_float(frame.get_column(TIMESTAMP), pl.col(TIMESTAMP), keep_text=False) if TIMESTAMP in frame.columns else None
+    if not metrics:
+        return empty_scalars()
+    wide = frame.select(
+        step.alias("__ld_step"),
+        (wall if wall is not None else pl.lit(None, dtype=pl.Float64)).alias("__ld_wall"),
+        *[expr.alias(name) for name, expr in metrics.items()],
+    )
+    return wide_to_tidy(wide, "__ld_step", list(metrics), "__ld_wall")
+
+
+def _collect(column: pl.Series, expr: pl.Expr, name: str, keep: pl.Expr, out: dict[str, pl.Expr]) -> None:
+    """Add one float expression per numeric leaf of `column` to `out` (dotted names).
+
+    `keep` masks rows where an enclosing dict is a media value (`_type`).
+    """
+    dtype = column.dtype
+    if isinstance(dtype, pl.Struct):
+        fields = [f.name for f in dtype.fields]
+        if MEDIA_TAG in fields:
+            keep = keep & expr.struct.field(MEDIA_TAG).is_null()
+        for field in fields:
+            if field != MEDIA_TAG:
+                _collect(column.struct.field(field), expr.struct.field(field), f"{name}.{field}", keep, out)
+        return
+    value = _as_float(column, expr, keep_text=True)
+    if value is None:
+        return
+    if name in out:  # "a.b" logged both flat and nested: the per-row reading keeps both, in row order
+        raise _Untyped(name)
+    out[name] = pl.when(keep).then(value)
+
+
+def _as_float(column: pl.Series, expr: pl.Expr, keep_text: bool) -> pl.Expr | None:
+    """A column as Float64 (NaN / inf restored), None when it holds no numbers.
+
+    Raises _Untyped when text and numbers share the column in a way only the
+    per-row reading can tell apart.
+    """
+    dtype = column.dtype
+    if dtype.is_numeric():
+        return expr.cast(pl.Float64)
+    if dtype != pl.String:
+        return None  # booleans, lists, all-null
+    marked = column.is_in(list(_SENTINEL_VALUE))
+    if not marked.any():
+        text = column.drop_nulls()
+        if text.len() and text.cast(pl.Float64, strict=False).null_count() == text.len():
+            return None  # words only ("train", a path): not a metric
+        raise _Untyped(column.name)  # numbers mixed with text, or numbers logged as text
+    if not keep_text:
+        raise _Untyped(column.name)
+    mapped = expr.replace_strict(_SENTINEL_VALUE, default=None, return_dtype=pl.Float64)
+    return pl.when(mapped.is_not_null()).then(mapped).otherwise(expr.cast(pl.Float64, strict=False))
 
 
 def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
@@ -96,4 +344,3 @@ def first_json_object(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return row if isinstance(row, dict) else None
-
