@@ -13,8 +13,11 @@ Readers:
 * logdoctor-reference — the same with `Event.FromString` on every record (the reference path);
 * tbparse — `SummaryReader(dir).scalars` (simple_value) / `.tensors` (tensor encoding: `.scalars` misses those);
 * EventAccumulator — TensorBoard's loader with size_guidance 0 (keep everything), then every value read out.
-CSV / JSONL: a wide CSV (step + metric columns) and a W&B-style history JSONL
-through `load_runs`, in cells (non-null metric values) per second.
+CSV / JSONL: a wide CSV (step + metric columns), a dense history JSONL and a
+W&B-shaped one (sparse validation keys, nested dicts, media dicts, a NaN tail
+as Python's json writes it) through `load_runs`, in cells (non-null metric
+values) per second; the JSONL files also through the per-row reference
+reading (`json.loads` per line), which is what logdoctor used before.
 """
 from __future__ import annotations
 
@@ -45,6 +48,11 @@ if reader in ("logdoctor", "logdoctor-csv"):
         runs, errors = load_runs(folder)
         assert not errors, errors
         return sum(r.scalars.height for r in runs)
+elif reader == "jsonl-reference":
+    from pathlib import Path
+    from logdoctor.ingest.wandb_history import frame_from_rows, read_jsonl
+    def run():
+        return sum(frame_from_rows(read_jsonl(p)[0]).height for p in sorted(Path(folder).glob("*.jsonl")))
 elif reader == "logdoctor-reference":
     from pathlib import Path
     from logdoctor.ingest.tfevents import read_event_file
@@ -143,6 +151,38 @@ def make_tabular(folder: Path, rows: int, cols: int) -> tuple[Path, Path, int]:
     return csv_dir, jsonl_dir, rows * cols
 
 
+def make_wandb_history(folder: Path, rows: int, cols: int) -> tuple[Path, int]:
+    """A history JSONL shaped like a real W&B run's; returns (its folder, its metric cells).
+
+    Per row: `_step`/`_runtime`/`_timestamp`, the train loss and `cols - 3`
+    other scalars; every 10th row a nested `val` dict (2 values); every
+    1000th row an image media dict (skipped by readers); the last 5 % of the
+    run has a NaN loss (bare `NaN`, as Python's json writes it).
+    """
+    import json
+
+    import numpy as np
+
+    out = folder / "wandb_history_jsonl"
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    noise = rng.normal(size=(rows, cols))
+    cells = 0
+    with open(out / "history.jsonl", "w") as fh:  # an API dump (scan_history rows); wandb-history.jsonl is a run folder
+        for i in range(rows):
+            loss = 2.0 / (1 + i / 1000) + 0.01 * noise[i, 0] if i < 0.95 * rows else float("nan")
+            row = {"train/loss": loss, "lr": 1e-3, "grad_norm": abs(noise[i, 1])}
+            row |= {f"metric_{j}": noise[i, j] for j in range(3, cols)}
+            if i % 10 == 0:
+                row["val"] = {"loss": 2.2 / (1 + i / 1000), "acc": min(1.0, i / rows)}
+            if i % 1000 == 0:
+                row["samples"] = {"_type": "images/separated", "width": 64, "height": 64, "format": "png", "count": 8}
+            row |= {"_step": i, "_runtime": i * 0.1, "_timestamp": 1.7e9 + i * 0.1}
+            cells += len(row) - 3 - ("samples" in row) + ("val" in row)
+            fh.write(json.dumps({k: float(v) if isinstance(v, np.floating) else v for k, v in row.items()}) + "\n")
+    return out, cells
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
@@ -176,10 +216,15 @@ def main() -> None:
         print("\n".join(lines), flush=True)
     if not args.skip_tabular:
         csv_dir, jsonl_dir, cells = make_tabular(args.data / "tabular", args.tabular_rows, args.tabular_cols)
-        title = f"CSV / JSONL through load_runs ({args.tabular_rows:,} rows x {args.tabular_cols} metrics = {cells:,} cells)"
+        wandb_dir, wandb_cells = make_wandb_history(args.data / "tabular", args.tabular_rows, args.tabular_cols)
+        title = (f"CSV / JSONL through load_runs ({args.tabular_rows:,} rows x {args.tabular_cols} metrics = {cells:,} cells;"
+                 f" W&B-shaped: {wandb_cells:,} cells)")
         lines = header(title, args.markdown, unit="cells/s")
-        for name, folder in (("wide CSV", csv_dir), ("history JSONL", jsonl_dir)):
-            lines.append(fmt_row(name, measure("logdoctor-csv", folder, "", args.timeout), None, args.markdown))
+        cases = (("wide CSV", "logdoctor-csv", csv_dir), ("dense JSONL", "logdoctor-csv", jsonl_dir),
+                 ("dense JSONL per-row ref", "jsonl-reference", jsonl_dir),
+                 ("W&B JSONL", "logdoctor-csv", wandb_dir), ("W&B JSONL per-row ref", "jsonl-reference", wandb_dir))
+        for name, reader, folder in cases:
+            lines.append(fmt_row(name, measure(reader, folder, "", args.timeout), None, args.markdown))
         print("\n".join(lines), flush=True)
 
 

@@ -33,10 +33,10 @@ STEP, TIMESTAMP, MEDIA_TAG = "_step", "_timestamp", "_type"
 #: tokens, so they become strings polars can carry, marked with a NUL no logger writes ("\u0000NaN").
 #: A value token is followed by `,` `]` or `}`; one matched inside a string breaks that string's
 #: quotes, so the parse fails and the per-row reading takes over: never a wrong number.
-_NAN, _INFINITIES = (
-    [(re.compile(re.escape(token) + rb"(?=\s*[,\]}])"), b'"\\\\u0000' + token + b'"') for token in tokens]
+_NONFINITE = [
+    (tokens[-1], [(re.compile(re.escape(t) + rb"(?=\s*[,\]}])"), b'"\\\\u0000' + t + b'"') for t in tokens])
     for tokens in ((b"NaN",), (b"-Infinity", b"Infinity"))  # -Infinity first: Infinity is part of it
-)
+]
 _SENTINEL_VALUE = {"\x00NaN": float("nan"), "\x00Infinity": float("inf"), "\x00-Infinity": float("-inf")}
 #: Schema sample: lines spread over the file, plus its first and last lines; small files are read whole.
 _SAMPLE_LINES, _SAMPLE_ENDS, _SAMPLE_ALL_BYTES = 2000, 200, 1 << 20
@@ -135,9 +135,17 @@ def _native_frame(data: bytes) -> pl.DataFrame:
 def _mark_nonfinite(data: bytes) -> tuple[bytes, int]:
     """The bytes with every non-finite token marked, and how many were."""
     marked = 0
-    for pattern, mark in _NAN + (_INFINITIES if b"Infinity" in data else []):
-        data, count = pattern.subn(mark, data)
-        marked += count
+    for token, patterns in _NONFINITE:
+        lead = data.find(token[:1])  # one byte is found at memchr speed, a word much slower
+        first = -1 if lead < 0 else data.find(token, lead)
+        if first < 0:
+            continue
+        start = data.rfind(b"\n", 0, first) + 1  # a run turns NaN late: only the rest is searched
+        rest = data[start:]
+        for pattern, mark in patterns:
+            rest, count = pattern.subn(mark, rest)
+            marked += count
+        data = b"".join((memoryview(data)[:start], rest))
     return data, marked
 
 
