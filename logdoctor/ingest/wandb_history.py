@@ -107,29 +107,34 @@ def read_history(path: Path) -> tuple[pl.DataFrame, int]:
     also holds NaN or Infinity, a number logged as text ("0.5") counts as a
     number.
     """
-    data, bad = _cut_broken_tail(path.read_bytes())
-    if not data or data.isspace():
-        return empty_scalars(), bad
     try:
-        return _tidy_history(_native_frame(data)), bad
+        frame, bad = _native_frame(path)
+        return (empty_scalars() if frame is None else _tidy_history(frame)), bad
     except (_Untyped, pl.exceptions.PolarsError, ValueError, OverflowError):
         rows, bad = read_jsonl(path)
         return frame_from_rows(rows), bad
 
 
-def _native_frame(data: bytes) -> pl.DataFrame:
-    """The JSONL bytes as one wide frame (one column per top-level key); PolarsError if polars cannot."""
+def _native_frame(path: Path) -> tuple[pl.DataFrame | None, int]:
+    """The file as one wide frame (a column per top-level key; None if it has no line) and its cut lines.
+
+    Only this function holds the file's bytes, so a rewritten copy replaces
+    them instead of doubling the memory. PolarsError when polars cannot read it.
+    """
+    data, bad = _cut_broken_tail(path.read_bytes())
+    if not data or data.isspace():
+        return None, bad
     schema = _sample_schema(data)
     if schema is None:  # a diverged run's NaN lines are in the sample (its tail): mark them first
         data, marked = _mark_nonfinite(data)
         schema = _sample_schema(data) if marked else None
     try:
-        return _parse(data, schema)
+        return _parse(data, schema), bad
     except pl.exceptions.PolarsError:
         data, marked = _mark_nonfinite(data)  # NaN only in lines the sample missed
         if not marked:
             raise
-    return _parse(data, _sample_schema(data))
+    return _parse(data, _sample_schema(data)), bad
 
 
 def _mark_nonfinite(data: bytes) -> tuple[bytes, int]:
