@@ -29,14 +29,18 @@ from .csv_table import wide_to_tidy
 INTERNAL_PREFIX = "_"
 STEP, TIMESTAMP, MEDIA_TAG = "_step", "_timestamp", "_type"
 
+
+def _marker(token: bytes) -> tuple[re.Pattern[bytes], bytes]:
+    """The bare token as a value -> the JSON string "\\u0000<token>" (a re template: its backslash doubled)."""
+    return re.compile(re.escape(token) + rb"(?=\s*[,\]}])"), b'"\\\\u0000' + token + b'"'
+
+
 #: Python's json (which W&B writes with) emits bare NaN / Infinity / -Infinity; JSON has no such
 #: tokens, so they become strings polars can carry, marked with a NUL no logger writes ("\u0000NaN").
 #: A value token is followed by `,` `]` or `}`; one matched inside a string breaks that string's
 #: quotes, so the parse fails and the per-row reading takes over: never a wrong number.
-_NONFINITE = [
-    (tokens[-1], [(re.compile(re.escape(t) + rb"(?=\s*[,\]}])"), b'"\\\\u0000' + t + b'"') for t in tokens])
-    for tokens in ((b"NaN",), (b"-Infinity", b"Infinity"))  # -Infinity first: Infinity is part of it
-]
+#: Entries: (the word to look for, the rewrites from its first occurrence on); -Infinity before Infinity.
+_NONFINITE = [(b"NaN", [_marker(b"NaN")]), (b"Infinity", [_marker(b"-Infinity"), _marker(b"Infinity")])]
 _SENTINEL_VALUE = {"\x00NaN": float("nan"), "\x00Infinity": float("inf"), "\x00-Infinity": float("-inf")}
 #: Schema sample: lines spread over the file, plus its first and last lines; small files are read whole.
 _SAMPLE_LINES, _SAMPLE_ENDS, _SAMPLE_ALL_BYTES = 2000, 200, 1 << 20
