@@ -25,10 +25,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model import Run
+import polars as pl
+
+from ..model import Run, empty_scalars
 from . import Claim, ReadError, Source
 from .hparams import flatten, load_config_file, unwrap_wandb
-from .wandb_history import frame_from_rows, read_jsonl
+from .wandb_history import frame_from_rows, read_history
 from .wandb_records import MISSING_WANDB, read_wandb_file
 
 HISTORY = "wandb-history.jsonl"
@@ -86,7 +88,8 @@ def _beside(folder: Path, name: str) -> Path | None:
 class _Segment:
     """What one run folder holds (a resumed run has several)."""
 
-    rows: list[dict] = field(default_factory=list)
+    #: Tidy scalar frames, in the order they were logged.
+    frames: list[pl.DataFrame] = field(default_factory=list)
     config: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -108,7 +111,7 @@ def _read_records(folder: Path, history: Path | None, seg: _Segment) -> bool:
                 continue
             raise
         used = True
-        seg.rows.extend(log.rows)
+        seg.frames.append(frame_from_rows(log.rows))
         seg.config.update(log.config)
         stats = log.stats
         if stats.bad_chunks:
@@ -134,7 +137,8 @@ def _read_folder(folder: Path) -> _Segment:
             if _beside(folder, SUMMARY) is not None:
                 raise ReadError(f"{folder}: W&B run folder with final summary values only, no history (its run-*.wandb file is missing)")
             raise ReadError(f"{folder}: W&B run folder without a readable history")
-        seg.rows, bad = read_jsonl(history)
+        frame, bad = read_history(history)
+        seg.frames.append(frame)
         if bad:
             seg.warnings.append(f"{history.name}: skipped {bad} unreadable line(s)")
     seg.config = flatten(unwrap_wandb(seg.config))
@@ -155,7 +159,7 @@ def read(source: Source) -> list[Run]:
             failed.append(str(exc))
     if not segments:
         raise ReadError(failed[0])
-    rows = [row for seg in segments for row in seg.rows]
+    frames = [frame for seg in segments for frame in seg.frames]
     config: dict = {}
     for seg in segments:
         config.update(seg.config)  # a resumed run may have updated its config: latest wins
@@ -163,7 +167,7 @@ def read(source: Source) -> list[Run]:
     notes = list(dict.fromkeys(n for seg in segments for n in seg.notes))
     if len(folders) > 1:
         notes.insert(0, f"resumed run: joined {len(folders)} folders ({', '.join(f.name for f in folders)})")
-    scalars = frame_from_rows(rows)
+    scalars = pl.concat(frames) if frames else empty_scalars()
     if scalars.is_empty():
         warnings.append(f"{source.path}: W&B run has no numeric history (nothing logged with wandb.log?)")
     return [Run(name="", path=str(source.path), format="wandb", scalars=scalars, config=config, warnings=warnings, notes=notes)]
