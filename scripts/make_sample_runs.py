@@ -132,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         args.plots.mkdir(parents=True, exist_ok=True)
     labels_path = args.out / "labels.json"
     labels = json.loads(labels_path.read_text()) if labels_path.exists() and args.only else {}
+    if not args.only:  # a full rebuild also drops runs whose recipe was removed
+        for stale in sorted(p for p in args.out.iterdir() if p.is_dir() and p.name not in ids):
+            shutil.rmtree(stale)
     started = time.time()
     for recipe in chosen:
         t0 = time.time()

@@ -47,8 +47,8 @@ class Spec:
     model: dict[str, Any] = field(default_factory=dict)
     train_subset: int | None = None
     shuffle: bool = True
-    sort_by_ink: bool = False       # training set stored sorted by total ink (a data-prep artefact)
-    eval_every: int = 50
+    sort_by: str | None = None      # training set stored sorted by "ink" (total pixel mass) or "label"
+    eval_every: int = 50            # steps between evaluations; 0 = at the end of every epoch
     amp: bool = False
     scaler: dict[str, Any] = field(default_factory=dict)
     clip: float | None = None
@@ -155,8 +155,10 @@ def train(spec: Spec) -> Log:
     if spec.train_subset:
         x_all, y_all = x_all[: spec.train_subset], y_all[: spec.train_subset]
     base_order = torch.arange(len(y_all))
-    if spec.sort_by_ink:
+    if spec.sort_by == "ink":
         base_order = torch.argsort(raw[: len(y_all)].sum(1), stable=True)
+    elif spec.sort_by == "label":
+        base_order = torch.argsort(y_all, stable=True)
 
     build = lambda: models.build(spec.task, ds.classes, **spec.model)  # noqa: E731
     model = build()
@@ -176,6 +178,7 @@ def train(spec: Spec) -> Log:
     scaler = torch.amp.GradScaler("cpu", **spec.scaler) if spec.amp else None
 
     per_epoch = len(y_all) // spec.batch
+    eval_every = spec.eval_every or per_epoch
     corrupt_every = spec.fault_args.get("every", 0)
     corrupt_rng = torch.Generator().manual_seed(spec.seed + 1)
     next_corrupt = spec.fault_args.get("first", corrupt_every)
@@ -239,7 +242,7 @@ def train(spec: Spec) -> Log:
         train_rows.append(row)
         last = step == spec.steps - 1
         bad = not math.isfinite(row["train_loss"])
-        if (step + 1) % spec.eval_every == 0 or last or (bad and spec.stop_on_nan):
+        if (step + 1) % eval_every == 0 or last or (bad and spec.stop_on_nan):
             vl, va = _evaluate(spec, model, ds, half)
             eval_rows.append({"step": step, "epoch": epoch, "epoch_float": (step + 1) / per_epoch,
                               "val_loss": vl, "val_acc": va, "time": time.time()})
