@@ -121,7 +121,7 @@ def analyze(
 
     err = _console(stderr=True)
     for line in diagnosis.errors:
-        err.print(f"[yellow]skipped:[/] {escape(line)}", highlight=False, markup=True)
+        err.print(f"[yellow]skipped:[/] {escape(line)}", highlight=False, markup=True, soft_wrap=True)
     if replay_ckpt is not None:
         from .replay import ReplayError
         from .replay.command import merge_into

@@ -190,6 +190,23 @@ def test_cli_human_formats_show_summary_and_link(sweep: Path, tmp_path: Path, fm
         assert needle in text, needle
 
 
+@pytest.mark.parametrize("width", [80, 120])
+def test_terminal_run_table_is_one_line_per_run(sweep: Path, width: int):
+    import io
+
+    from rich.console import Console
+
+    from logdoctor.audit.render import runs_table
+
+    report = audit(sweep, jobs=1, use_cache=False)
+    console = Console(file=io.StringIO(), width=width, no_color=True)
+    console.print(runs_table(report, width=width))
+    lines = console.file.getvalue().splitlines()
+    assert len(lines) == 1 + len(report.results) + 1  # header, one row per run, caption
+    assert all(len(line) <= width for line in lines)
+    assert all("…" not in line.split()[-1] for line in lines[1:-1])  # numbers are never cut
+
+
 def test_cli_terminal_details_adds_the_run_blocks(sweep: Path, tmp_path: Path):
     out = tmp_path / "details.txt"
     plain = tmp_path / "plain.txt"

@@ -11,7 +11,7 @@ from _report_fixtures import EVIL, diverging, flat, healthy, mixed, overfitting
 from logdoctor.model import Diagnosis
 from logdoctor.report.sparkline import BLOCKS, sparkline
 from logdoctor.report.terminal import render_terminal, render_text
-from logdoctor.report.text import evidence_items, evidence_text, fmt_num, md_code, md_escape
+from logdoctor.report.text import evidence_items, evidence_text, fmt_num, md_code, md_escape, middle_ellipsis
 
 ANSI = re.compile(r"\x1b\[")
 
@@ -126,6 +126,13 @@ def test_sparkline_shapes():
 def test_markdown_escaping_helpers():
     assert md_escape("a|b <x> *y*") == r"a\|b \<x\> \*y\*"
     assert md_code("a`b") == "``a`b``"
+
+
+def test_long_run_names_keep_both_ends_in_narrow_tables():
+    name = "lr_sweep_adamw_cosine/trial_0042/lightning_logs/version_3"
+    short = middle_ellipsis(name, 24)
+    assert len(short) == 24 and short.startswith("lr_swee") and short.endswith("version_3") and "…" in short
+    assert middle_ellipsis("run_a", 24) == "run_a"
 
 
 def test_sparkline_of_a_flat_noisy_loss_looks_flat():

@@ -12,7 +12,7 @@ from rich.markdown import Markdown
 from rich.rule import Rule
 from rich.table import Table
 
-from ..report.text import fmt_num, md_escape
+from ..report.text import fmt_num, md_escape, middle_ellipsis
 from .links import ALPHA
 from .summary import AuditReport
 
@@ -94,21 +94,30 @@ def sections(report: AuditReport, quiet: bool = False, table: bool = True) -> li
 STAT_COLUMNS = (("train_loss_final", "train"), ("val_loss_final", "val"), ("val_loss_best", "best val"), ("steps", "steps"))
 
 
-def runs_table(report: AuditReport, quiet: bool = False) -> Table:
-    """The per-run table for a terminal: run names fold instead of being cut."""
+def runs_table(report: AuditReport, quiet: bool = False, width: int = 80) -> Table:
+    """The per-run table for a terminal, one line per run at any width.
+
+    Below 100 columns the status shrinks to its mark (the counts line above
+    spells the words out) and run names are cut in the middle, so the numbers
+    never wrap or get cut.
+    """
+    rows = [r for r in report.table() if not (quiet and r["status"] == "healthy")]
+    narrow = width < 100
+    cells = [[_cell(r[k]) for k, _ in STAT_COLUMNS] for r in rows]
+    fixed = sum(
+        max([len(label)] + [len(c[i]) for c in cells]) for i, (_, label) in enumerate(STAT_COLUMNS)
+    ) + max([len("top finding")] + [len(r["top"] or "") for r in rows]) + (1 if narrow else 10)
+    run_room = max(12, width - fixed - 2 * (len(STAT_COLUMNS) + 2))
     table = Table(box=None, pad_edge=False, header_style="bold", caption="loss columns: final train, final val, best val")
-    table.add_column("run", overflow="fold", ratio=3)
-    table.add_column("status", no_wrap=True)
-    table.add_column("top finding", overflow="fold", ratio=1)
+    table.add_column("run", no_wrap=True, overflow="ellipsis")
+    table.add_column("" if narrow else "status", no_wrap=True)
+    table.add_column("top finding", no_wrap=True)
     for _, label in STAT_COLUMNS:
         table.add_column(label, justify="right", no_wrap=True)
-    for row in report.table():
-        if quiet and row["status"] == "healthy":
-            continue
-        table.add_row(
-            row["run"], f"{STATUS_MARK.get(row['status'], '')} {row['status']}", row["top"] or "",
-            *(_cell(row[k]) for k, _ in STAT_COLUMNS),
-        )
+    for row, numbers in zip(rows, cells):
+        mark = STATUS_MARK.get(row["status"], "")
+        status = mark if narrow else f"{mark} {row['status']}"
+        table.add_row(middle_ellipsis(row["run"], run_room), status, row["top"] or "", *numbers)
     return table
 
 
@@ -120,4 +129,4 @@ def print_terminal(console: Console, report: AuditReport, quiet: bool = False) -
         console.print()
     if report.results:
         console.print(Rule("Runs by severity", align="left"))
-        console.print(runs_table(report, quiet))
+        console.print(runs_table(report, quiet, console.width))

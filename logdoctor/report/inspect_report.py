@@ -61,7 +61,7 @@ def render_inspect(runs: list[Run], errors: list[str], config: Config, console: 
             console.print(f"  ! {escape(warning)}", style="yellow")
         console.print()
     for line in errors:
-        console.print(f"skipped: {escape(line)}", style="yellow")
+        console.print(f"skipped: {escape(line)}", style="yellow", soft_wrap=True)
     formats = Counter(run.format for run in runs)
     by_format = f" ({', '.join(f'{fmt} {n}' for fmt, n in sorted(formats.items()))})" if formats else ""
     console.print(f"{len(runs)} run(s) found{by_format}" + (f", {len(errors)} source(s) skipped" if errors else ""))

@@ -34,7 +34,7 @@ from rich.text import Text
 
 from ..model import Diagnosis, Finding, RunDiagnosis, Series
 from .sparkline import sparkline
-from .text import by_severity, counts_line, evidence_text, fmt_num, main_loss, where
+from .text import by_severity, counts_line, evidence_text, fmt_num, main_loss, run_column_width, middle_ellipsis, where
 
 STATUS_STYLE = {"critical": "bold red", "warning": "bold yellow", "healthy": "bold green"}
 STATUS_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓"}
@@ -128,8 +128,8 @@ def render_summary(diagnosis: Diagnosis, console: Console) -> None:
     """One row per run, worst first: status, run, finding codes, loss sparkline, last loss."""
     table = Table(title=counts_line(diagnosis.runs), title_justify="left", box=None, pad_edge=False, header_style="bold")
     table.add_column("status", no_wrap=True)
-    table.add_column("run", overflow="fold", ratio=3)
-    table.add_column("findings", overflow="fold", ratio=2)
+    table.add_column("run", no_wrap=True, overflow="ellipsis")
+    table.add_column("findings", overflow="fold", min_width=15)
     table.add_column("loss", no_wrap=True)
     table.add_column("last", justify="right", no_wrap=True)
     for rd in by_severity(diagnosis.runs):
@@ -139,7 +139,7 @@ def render_summary(diagnosis: Diagnosis, console: Console) -> None:
             if codes:
                 codes.append(" ")
             codes.append(f.code, style=SEVERITY_STYLE.get(f.severity, ""))
-        table.add_row(status_text(rd.status), rd.run.name, codes, spark, ends.split("→")[-1].strip())
+        table.add_row(status_text(rd.status), middle_ellipsis(rd.run.name, run_column_width(console.width)), codes, spark, ends.split("→")[-1].strip())
     console.print(table)
 
 

@@ -215,6 +215,25 @@ def md_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def middle_ellipsis(name: str, limit: int) -> str:
+    """A long run path cut in the middle for a narrow table column.
+
+    Both ends tell runs apart: the head names the experiment and the tail the
+    seed, trial or version folder (`exp_a/lightning_logs/version_0`), so the
+    cut keeps a third of the room for the head and the rest for the tail.
+    """
+    if len(name) <= limit:
+        return name
+    head = (limit - 1) // 3
+    tail = limit - 1 - head
+    return f"{name[:head]}…{name[-tail:]}"
+
+
+def run_column_width(console_width: int) -> int:
+    """How many characters of a run name a summary table shows at this width."""
+    return max(20, console_width * 3 // 10 - 2)
+
+
 def slug(name: str, limit: int = 60) -> str:
     """A file-name-safe form of a run name (for plot files next to a Markdown report)."""
     out = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "run"
