@@ -17,12 +17,22 @@ Conventions the rules rely on:
   training accuracy (Keras);
 * every LR series is kept (one per param group: `lr/pg0`, `lr-AdamW/pg1`);
   the primary is the first group; momentum / betas / weight decay logged
-  next to the LR are not LRs.
+  next to the LR are not LRs;
+* a setting word makes a name a hyperparameter, not the curve
+  (`lr_decay_steps`, `loss_scale_window`, `max_grad_norm`; for a loss only
+  as its last word: `loss_weight` is a setting, `weight_loss` a loss);
+  perplexity is exp(loss), a view of the loss, never the loss itself;
+* a bare `scale` (`train/scale`) is ambiguous: GradScaler's scale, but also
+  CLIP's logit scale or an augmentation setting. It is the loss scale only
+  when its values are all powers of two (`amp_scale_candidates`), the
+  signature of every dynamic AMP scaler.
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
+
+import numpy as np
 
 ROLES = (
     "train_loss",
@@ -40,11 +50,12 @@ _VAL = {"val", "valid", "validation", "eval", "evaluation", "dev", "holdout", "v
 _TEST = {"test", "testing"}
 _TRAIN = {"train", "training", "tr", "trn"}
 #: Accuracy-like quantities, best summary first (the primary is taken from the lowest tier).
+#: `top1`, `acc1`, `acc@1` are normalised to "top1", any other k to "topk" (see `_vocabulary`).
 _ACC_TIERS = (
     {"acc", "accuracy", "top1", "correct", "sparsecategoricalaccuracy", "categoricalaccuracy", "binaryaccuracy"},
     {"map", "map50", "map5095", "ap", "ap50", "ap5095", "ap75"},
     {"f1", "auc", "auroc", "bleu", "rouge", "rouge1", "rouge2", "rougel", "iou", "miou", "dice", "r2", "exact", "em", "matthews", "mcc"},
-    {"precision", "recall", "top5"},
+    {"precision", "recall", "topk"},
 )
 _ACC = set().union(*_ACC_TIERS)
 #: Scores nobody computes on the training batches: validation when the name says no split.
@@ -52,9 +63,21 @@ _EVAL_ONLY = _ACC - _ACC_TIERS[0]
 _REWARD = {"reward", "rewards", "return", "returns", "rew", "episodereward", "episodereturn"}
 #: Optimizer settings logged beside the LR (`lr-AdamW-momentum`, `beta1`): not learning rates.
 _NOT_LR = {"momentum", "beta", "beta1", "beta2", "betas", "wd", "decay", "weight", "eps"}
+#: Words that make a name a setting of the quantity rather than its value (`lr_decay_steps`,
+#: `loss_weight`, `loss_scale_window`, `vf_coef`): hyperparameters that sweep tables and CSVs carry.
+_SETTING = {
+    "steps", "iters", "epochs", "interval", "window", "patience", "factor", "gamma", "milestones",
+    "scheduler", "warmup", "type", "coef", "coeff", "weight", "weights", "lambda", "threshold", "tolerance", "decay",
+}
+#: exp(loss): monotone in the loss but on another scale (log K, divergence thresholds would misread it).
+_DERIVED = {"ppl", "perplexity"}
+#: Namespace words an epoch counter is filed under (`trainer/epoch`, composer's `time/epoch`).
+_EPOCH_NAMESPACE = {"trainer", "time", "progress", "current", "curr"}
 HIGHER_IS_BETTER = frozenset({"train_acc", "val_acc", "reward"})
 #: Spread statistics of a quantity (`Eval_StdReturn`, `loss_std`) are not the quantity's curve.
 _SPREAD = {"std", "stddev", "var", "variance"}
+#: The smallest peak an AMP scale can have and still be told from a small constant setting (2 ** 4).
+_MIN_AMP_SCALE_PEAK = 16.0
 _QUANTITY = _ACC | _REWARD | {"lr", "learning", "rate", "grad", "grads", "gradient", "norm", "scale", "scaler", "amp"}
 _EXTRA_LOSS_PARTS = {"step", "epoch", "epochs", "mean", "avg", "average", "total", "overall", "batch", "running"}
 
@@ -63,6 +86,24 @@ def tokens(name: str) -> list[str]:
     """Lower-case tokens of a metric name: splits on separators and camelCase."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
     return [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+
+
+def _vocabulary(name: str, toks: list[str]) -> set[str]:
+    """Words to look quantities up by: the tokens, the separator-only pieces (so acronyms that
+    camelCase splitting breaks, `mIoU`, still read as one word) and top-k accuracy (`acc1`,
+    `top5`, `acc@1`) normalised to "top1" / "topk"."""
+    words = set(toks) | {t for t in re.split(r"[^a-z0-9]+", name.lower()) if t}
+    for i, t in enumerate(toks):
+        k = re.fullmatch(r"(?:acc|top)(\d+)", t)
+        if k is None and t in ("acc", "top") and i + 1 < len(toks) and toks[i + 1].isdigit():
+            k = re.fullmatch(r"(\d+)", toks[i + 1])
+        if k is not None:
+            words.add("top1" if k.group(1) == "1" else "topk")
+    return words
+
+
+def _is_accuracy(words: set[str]) -> bool:
+    return bool(words & _ACC) or any(w.endswith(("accuracy", "accuracies")) for w in words)
 
 
 def _split(toks: list[str]) -> str | None:
@@ -78,7 +119,7 @@ def _split(toks: list[str]) -> str | None:
 
 
 def _is_lr(toks: list[str], name: str) -> bool:
-    if _NOT_LR & set(toks):
+    if (_NOT_LR | _SETTING) & set(toks):
         return False
     joined = "".join(toks)
     return "lr" in toks or "learningrate" in joined or name.lower().startswith("lr-") or "lr" in [
@@ -87,6 +128,8 @@ def _is_lr(toks: list[str], name: str) -> bool:
 
 
 def _is_grad_norm(toks: list[str]) -> bool:
+    if _SETTING & set(toks) or toks[0] == "max":  # `max_grad_norm` is the clip threshold setting
+        return False
     joined = "_".join(toks)
     return ("grad" in toks or "gradient" in toks or "gradients" in toks or "grads" in toks) and (
         "norm" in toks or "l2" in toks
@@ -94,6 +137,8 @@ def _is_grad_norm(toks: list[str]) -> bool:
 
 
 def _is_scale(toks: list[str]) -> bool:
+    if _SETTING & set(toks):
+        return False
     return "scale" in toks and ("loss" in toks or "scaler" in toks or "amp" in toks or "grad" in toks) or (
         "lossscale" in "".join(toks)
     )
@@ -102,7 +147,7 @@ def _is_scale(toks: list[str]) -> bool:
 def classify(name: str) -> str | None:
     """The role a single metric name suggests by itself, or None."""
     toks = tokens(name)
-    if not toks or _SPREAD & set(toks):
+    if not toks or (_SPREAD | _DERIVED) & set(toks):
         return None
     if _is_scale(toks):
         return "loss_scale"
@@ -113,19 +158,23 @@ def classify(name: str) -> str | None:
     split = _split(toks)
     # the objective under other names (`objective`, `train_cost`, `val_mse`); a Keras-style `mse`
     # metric next to `loss` stays second: `_preference` ranks the plain loss first
-    if any("loss" in t for t in toks) or toks[-1] in ("nll", "ce", "xent", "objective", "cost", "mse", "rmse", "mae"):
+    # cleanrl files `entropy` and `approx_kl` under `losses/`: a plural `losses` is a namespace unless last
+    lossy = any("loss" in t and t != "losses" for t in toks) or toks[-1] == "losses"
+    if (lossy or toks[-1] in ("nll", "ce", "xent", "objective", "cost", "mse", "rmse", "mae")) and toks[-1] not in _SETTING:
         if split == "val":
             return "val_loss"
         if split == "test":
             return "test_loss"
         return "train_loss"
-    if any(t in _ACC for t in toks) or any(t.endswith("accuracy") for t in toks):
-        if split is None and any(t in _EVAL_ONLY for t in toks):
+    words = _vocabulary(name, toks)
+    if _is_accuracy(words):
+        if split is None and words & _EVAL_ONLY:
             split = "val"
         return "val_acc" if split in ("val", "test") else "train_acc"
-    if any(t in _REWARD for t in toks) or any(t.endswith("return") or t.endswith("reward") for t in toks):
+    if any(t in _REWARD for t in toks) or any(t.endswith(("return", "reward")) for t in toks):
         return "reward"
-    if [t for t in toks if t not in _TRAIN] in (["epoch"], ["epochs"]):
+    rest = [t for t in toks if t not in _TRAIN]
+    if rest and rest[-1] in ("epoch", "epochs") and set(rest[:-1]) <= _EPOCH_NAMESPACE:  # not `epoch_time`
         return "epoch"
     return None
 
@@ -135,9 +184,10 @@ def higher_is_better(role: str) -> bool:
     return role in HIGHER_IS_BETTER
 
 
-def _acc_tier(toks: list[str]) -> int:
-    for tier, words in enumerate(_ACC_TIERS):
-        if any(t in words for t in toks) or (tier == 0 and any(t.endswith("accuracy") for t in toks)):
+def _acc_tier(name: str, toks: list[str]) -> int:
+    words = _vocabulary(name, toks)
+    for tier, tier_words in enumerate(_ACC_TIERS):
+        if words & tier_words or (tier == 0 and any(w.endswith(("accuracy", "accuracies")) for w in words)):
             return tier
     return len(_ACC_TIERS)
 
@@ -150,7 +200,27 @@ def _preference(name: str, counts: dict[str, int]) -> tuple:
     epoch_level = "epoch" in toks
     split = _split(toks)
     # a role both splits can fill (reward, epoch): the training curve first, test last
-    return (split == "test", split == "val", not total, _acc_tier(toks), len(extra), epoch_level, -counts.get(name, 0), len(name), name)
+    return (split == "test", split == "val", not total, _acc_tier(name, toks), len(extra), epoch_level, -counts.get(name, 0), len(name), name)
+
+
+def amp_scale_candidates(metrics: Iterable[str], values_of: Callable[[str], np.ndarray | None]) -> set[str]:
+    """Bare `scale` metrics (`scale`, `train/scale`) whose values say they are an AMP loss scale.
+
+    A dynamic GradScaler only ever holds powers of two (init 2**16, x2 growth, x0.5 backoff), so
+    all finite values exact powers of two with a peak of at least 16 is its signature; a CLIP logit
+    scale (exp of a learned temperature) or an augmentation scale of 1.0 never looks like that.
+    """
+    found = set()
+    for name in metrics:
+        if [t for t in tokens(name) if t not in _TRAIN] != ["scale"]:
+            continue
+        values = values_of(name)
+        if values is None:
+            continue
+        ok = values[np.isfinite(values)]
+        if len(ok) >= 2 and np.all(ok > 0) and ok.max() >= _MIN_AMP_SCALE_PEAK and np.all(np.frexp(ok)[0] == 0.5):
+            found.add(name)
+    return found
 
 
 def _matches(pattern: str, name: str) -> bool:
@@ -163,11 +233,13 @@ def assign_roles(
     metrics: Iterable[str],
     counts: dict[str, int] | None = None,
     overrides: dict[str, list[str]] | None = None,
+    amp_scales: Collection[str] = (),
 ) -> dict[str, list[str]]:
     """Map roles to metric names, best candidate first.
 
     `counts` (points per metric) breaks ties toward the densest series; a test
-    loss stands in for validation loss only when no validation loss exists.
+    loss stands in for validation loss only when no validation loss exists;
+    `amp_scales` are the names `amp_scale_candidates` found by their values.
     """
     counts = counts or {}
     metrics = list(metrics)
@@ -181,7 +253,7 @@ def assign_roles(
     for name in metrics:
         if name in pinned:
             continue
-        role = classify(name)
+        role = classify(name) or ("loss_scale" if name in amp_scales else None)
         if role is None or role in (overrides or {}):
             continue
         found.setdefault(role, []).append(name)

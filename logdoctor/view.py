@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from .model import Run, Series
-from .roles import assign_roles, primary
+from .roles import amp_scale_candidates, assign_roles, primary
 
 
 class RunView:
@@ -38,8 +38,13 @@ class RunView:
 
     @cached_property
     def all_roles(self) -> dict[str, list[str]]:
-        """Role -> metric names, best first."""
-        return assign_roles(self._parts.keys(), self.counts, self._overrides)
+        """Role -> metric names, best first (a bare `scale` is told apart by its values)."""
+        amp = amp_scale_candidates(self._parts.keys(), self._values)
+        return assign_roles(self._parts.keys(), self.counts, self._overrides, amp)
+
+    def _values(self, name: str) -> np.ndarray | None:
+        series = self.metric(name)
+        return None if series is None else series.values
 
     @cached_property
     def roles(self) -> dict[str, str]:

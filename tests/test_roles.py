@@ -1,9 +1,17 @@
 """Metric names -> roles: general token rules over the names real writers produce."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from logdoctor.roles import assign_roles, classify, higher_is_better, primary, tokens
+from logdoctor.roles import (
+    amp_scale_candidates,
+    assign_roles,
+    classify,
+    higher_is_better,
+    primary,
+    tokens,
+)
 
 
 @pytest.mark.parametrize(
@@ -41,6 +49,110 @@ from logdoctor.roles import assign_roles, classify, higher_is_better, primary, t
 )
 def test_classify(name, role):
     assert classify(name) == role
+
+
+#: What real projects log, by the code that logs it: name -> role (None: no role, must stay so).
+REAL_WORLD_NAMES = {
+    "PyTorch Lightning (self.log, LearningRateMonitor, WandbLogger)": [
+        ("train/loss_epoch", "train_loss"), ("train/loss_step", "train_loss"), ("val_loss_epoch", "val_loss"),
+        ("val/acc_epoch", "val_acc"), ("ptl/val_loss", "val_loss"), ("lr-SGD/pg1", "lr"), ("lr-Adam", "lr"),
+        ("trainer/epoch", "epoch"), ("trainer/global_step", None), ("hp_metric", None), ("step", None),
+    ],
+    "TensorBoard tutorials": [
+        ("Loss/val", "val_loss"), ("Loss/test", "test_loss"), ("Accuracy/train", "train_acc"), ("acc/val", "val_acc"),
+        ("Train/Loss", "train_loss"), ("Test/Accuracy", "val_acc"), ("training loss", "train_loss"),
+    ],
+    "HF Trainer (trainer_state.json, W&B) and TRL": [
+        ("eval/loss", "val_loss"), ("eval_accuracy", "val_acc"), ("eval_f1", "val_acc"), ("eval_rouge1", "val_acc"),
+        ("train/epoch", "epoch"), ("train/train_loss", "train_loss"), ("train/mean_token_accuracy", "train_acc"),
+        ("rewards/accuracies", "train_acc"), ("eval_rewards/accuracies", "val_acc"), ("rewards/chosen", "reward"),
+        ("objective/rlhf_reward", "reward"), ("eval_wer", None), ("train_runtime", None), ("total_flos", None),
+        ("train/global_step", None), ("train_samples_per_second", None), ("objective/kl", None), ("logps/chosen", None),
+    ],
+    "LLM trainers (nanoGPT, Megatron, DeepSpeed, composer, t5x)": [
+        ("val/loss", "val_loss"), ("mfu", None), ("iter", None), ("lm loss", "train_loss"), ("lm loss validation", "val_loss"),
+        ("learning-rate", "lr"), ("loss-scale", "loss_scale"), ("grad-norm", "grad_norm"), ("params-norm", None),
+        ("Train/Samples/loss_scale", "loss_scale"), ("loss/train/total", "train_loss"), ("metrics/eval/Accuracy", "val_acc"),
+        ("lr-DecoupledAdamW/group0", "lr"), ("loss_scale-DecoupledAdamW", "loss_scale"), ("time/epoch", "epoch"),
+        ("time/token", None), ("optim/lr", "lr"), ("z_loss", "train_loss"), ("xent", "train_loss"),
+    ],
+    "perplexity is exp(loss), not the loss": [
+        ("ppl", None), ("perplexity", None), ("valid_ppl", None), ("lm loss validation ppl", None), ("eval_perplexity", None),
+    ],
+    "fairseq": [
+        ("train_nll_loss", "train_loss"), ("valid_loss", "val_loss"), ("valid_nll_loss", "val_loss"), ("valid_bleu", "val_acc"),
+        ("train_inner/loss", "train_loss"), ("train_lr", "lr"), ("gnorm", "grad_norm"), ("train_gnorm", "grad_norm"),
+        ("train_loss_scale", "loss_scale"), ("clip", None), ("train_clip", None), ("wps", None), ("ups", None),
+        ("train_wpb", None), ("train_gb_free", None), ("train_wall", None),
+    ],
+    "image classification (timm, torchvision, mmpretrain)": [
+        ("eval_top1", "val_acc"), ("eval_top5", "val_acc"), ("train_acc1", "train_acc"), ("test_acc1", "val_acc"),
+        ("val_acc1", "val_acc"), ("acc@1", "train_acc"), ("val_top1", "val_acc"), ("accuracy/top1", "train_acc"),
+    ],
+    "detection and segmentation (detectron2, mmdet, YOLO, TF OD API, mmseg)": [
+        ("total_loss", "train_loss"), ("loss_box_reg", "train_loss"), ("loss_cls", "train_loss"), ("loss_bbox", "train_loss"),
+        ("fast_rcnn/cls_accuracy", "train_acc"), ("bbox/AP", "val_acc"), ("segm/AP", "val_acc"), ("coco/bbox_mAP", "val_acc"),
+        ("mAP50-95", "val_acc"), ("metrics/mAP_0.5:0.95", "val_acc"), ("x/lr0", "lr"), ("base_lr", "lr"), ("mIoU", "val_acc"),
+        ("Loss/total_loss", "train_loss"), ("DetectionBoxes_Precision/mAP", "val_acc"), ("fast_rcnn/false_negative", None),
+        ("data_time", None), ("eta_seconds", None), ("time", None), ("memory", None), ("iteration", None),
+    ],
+    "Keras (CSVLogger, TensorBoard callback)": [
+        ("epoch_loss", "train_loss"), ("epoch_accuracy", "train_acc"), ("epoch_learning_rate", "lr"), ("epoch_lr", "lr"),
+        ("batch_loss", "train_loss"), ("sparse_categorical_accuracy", "train_acc"), ("val_auc", "val_acc"),
+        ("val_precision_1", "val_acc"), ("val_mae", "val_loss"),
+    ],
+    "reinforcement learning (stable-baselines3, cleanrl, rllib)": [
+        ("rollout/ep_rew_mean", "reward"), ("eval/mean_reward", "reward"), ("charts/episodic_return", "reward"),
+        ("episode_reward_mean", "reward"), ("train/value_loss", "train_loss"), ("losses/qf1_loss", "train_loss"),
+        ("charts/learning_rate", "lr"), ("train/learning_rate", "lr"), ("losses/entropy", None), ("losses/approx_kl", None),
+        ("losses/clipfrac", None), ("losses/q_values", None), ("train/clip_fraction", None), ("train/explained_variance", None),
+        ("rollout/ep_len_mean", None), ("time/fps", None), ("time/total_timesteps", None), ("charts/SPS", None), ("perf/fps", None),
+    ],
+    "gradient norm and AMP scale": [
+        ("gradient_norm", "grad_norm"), ("optim/grad_norm", "grad_norm"), ("global_grad_norm", "grad_norm"),
+        ("GradNorm", "grad_norm"), ("train/grad_norm_clipped", "grad_norm"), ("amp/scale", "loss_scale"),
+        ("scale", None), ("train/scale", None),  # ambiguous by name: decided by values (test below)
+        ("logit_scale", None),
+    ],
+    "hyperparameters and bookkeeping carrying a quantity's word": [
+        ("lr_decay_steps", None), ("lr_warmup_steps", None), ("lr_scheduler", None), ("warmup_steps", None),
+        ("loss_weight", None), ("loss_scale_window", None), ("max_grad_norm", None), ("gradient_accumulation_steps", None),
+        ("init_scale", None), ("weight_decay", None), ("num_train_epochs", None), ("max_epochs", None),
+        ("epoch_time", None), ("samples_per_second", None), ("_runtime", None), ("_step", None), ("_timestamp", None),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "name, role",
+    [pytest.param(name, role, id=f"{source.split(' (')[0]}: {name}") for source, cases in REAL_WORLD_NAMES.items() for name, role in cases],
+)
+def test_real_world_names(name, role):
+    assert classify(name) == role
+
+
+def test_plain_or_total_loss_is_primary_among_component_losses():
+    detectron2 = ["loss_box_reg", "loss_cls", "loss_rpn_cls", "loss_rpn_loc", "total_loss", "fast_rcnn/cls_accuracy"]
+    assert primary(assign_roles(detectron2))["train_loss"] == "total_loss"
+    assert primary(assign_roles(["loss_cls", "loss_bbox", "loss", "acc"]))["train_loss"] == "loss"  # mmdet
+    sb3 = ["train/value_loss", "train/entropy_loss", "train/loss", "train/policy_gradient_loss"]
+    assert primary(assign_roles(sb3))["train_loss"] == "train/loss"
+    cleanrl = ["losses/entropy", "losses/value_loss", "losses/approx_kl"]
+    assert assign_roles(cleanrl)["train_loss"] == ["losses/value_loss"]
+
+
+def test_bare_scale_is_the_loss_scale_only_when_its_values_are_powers_of_two():
+    values = {
+        "scale": np.array([65536.0, 131072.0, np.nan, 32768.0]),  # GradScaler logged as `scale`
+        "train/scale": np.array([14.3, 27.9, 100.0]),  # open_clip's logit scale
+        "aug/scale": np.array([32.0, 64.0]),  # names another thing's scale
+        "val/scale": np.array([1.0, 1.0, 1.0]),
+    }
+    assert amp_scale_candidates(values, values.get) == {"scale"}
+    assert amp_scale_candidates(["scale"], lambda name: np.array([1.0, 1.0])) == set()  # a constant 1.0 setting
+    found = primary(assign_roles(["loss", "scale"], amp_scales={"scale"}))
+    assert found["loss_scale"] == "scale"
+    assert "loss_scale" not in assign_roles(["loss", "scale"])
 
 
 def test_tokens_split_separators_and_camel_case():
@@ -81,7 +193,7 @@ def test_overrides_pin_names_and_regexes():
     )
     assert found["train_loss"] == ["objective"]  # pinned: the plain 'loss' no longer competes
     assert found["val_loss"] == ["holdout_objective"] and found["lr"] == ["my_rate"]
-    assert "loss" not in sum(found.values(), [])
+    assert all("loss" not in names for names in found.values())
 
 
 def test_direction_of_roles():
