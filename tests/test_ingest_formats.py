@@ -373,6 +373,27 @@ def test_generic_wide_and_long_csv_with_duplicate_and_unsorted_steps(tmp_path):
     assert RunView(long).roles == {"train_loss": "loss", "val_loss": "val_loss"}
 
 
+def test_tensorboard_download_csvs_join_per_run_with_keras_splits(tmp_path):
+    """TensorBoard's 'Download CSV': one tag per file; a run's files are one run, Keras splits join it."""
+    rows = "Wall time,Step,Value\n1700000000.5,0,2.3\n1700000001.5,1,2.1\n1700000002.5,2,1.9\n"
+    for name in ("run-train-tag-epoch_loss.csv", "run-validation-tag-epoch_loss.csv", "run-validation-tag-epoch_accuracy.csv"):
+        (tmp_path / "keras" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "keras" / name).write_text(rows)
+    for run in ("exp1", "exp2"):
+        (tmp_path / "sweep").mkdir(exist_ok=True)
+        (tmp_path / "sweep" / f"run-{run}-tag-Loss_train.csv").write_text(rows)
+        (tmp_path / "sweep" / f"run-{run}-tag-lr.csv").write_text(rows)
+    runs, errors = load_runs(tmp_path)
+    assert errors == []
+    by_name = {r.name: r for r in runs}
+    assert sorted(by_name) == ["keras", "sweep/exp1", "sweep/exp2"] and {r.format for r in runs} == {"csv"}
+    keras = RunView(by_name["keras"])
+    assert keras.roles == {"train_loss": "train/epoch_loss", "val_loss": "validation/epoch_loss", "val_acc": "validation/epoch_accuracy"}
+    assert list(keras.series("train_loss").values) == [2.3, 2.1, 1.9]
+    assert by_name["keras"].scalars.get_column("wall_time").min() == 1700000000.5
+    assert RunView(by_name["sweep/exp1"]).roles == {"train_loss": "Loss_train", "lr": "lr"}
+
+
 # --------------------------------------------------------------------------- HF Trainer
 
 

@@ -15,7 +15,12 @@ Layouts, most specific first (the header decides, file names only confirm):
   (``epoch,loss,val_loss,...``, or no epoch column at all: the row is the
   epoch); also under a ``.log`` / ``.txt`` name when the header starts with
   ``epoch`` and names a loss (the CSVLogger docs call it ``training.log``).
-* ``csv``: long ``metric,step,value`` or any wide table with a step column.
+* ``csv``: long ``metric,step,value`` or any wide table with a step column;
+  also TensorBoard's "Download CSV" (``Wall time,Step,Value``, one tag per
+  file named ``run-<run>-tag-<tag>.csv``): the tag is the metric, and the
+  files of one run in a folder are read as one run (Keras ``train`` /
+  ``validation`` runs join as ``train/…``, ``validation/…``, as in the
+  TensorBoard reader).
 
 Which CSVs are claimed: a folder walk meets users' data files too, so a CSV is
 only taken as a log when its header has a step-like column or a column whose
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import polars as pl
@@ -49,6 +55,11 @@ _SIDECARS = {"lightning": ("hparams.yaml",), "ultralytics": ("args.yaml", "opt.y
 _WALL_COLUMNS = {"lightning": "created_at", "ultralytics": "time"}
 #: Keras' CSVLogger is often given a `.log` / `.txt` name (its docs use 'training.log').
 _KERAS_SUFFIXES = (".log", ".txt")
+#: TensorBoard UI "Download CSV": the metric is only in the file name, so the header alone decides the layout.
+_TB_DOWNLOAD_HEADER = ["Wall time", "Step", "Value"]
+_TB_DOWNLOAD_NAME = re.compile(r"run-(?P<run>.*)-tag-(?P<tag>.+)\.csv", re.IGNORECASE)
+#: A Keras TensorBoard callback writes `train` and `validation` runs: splits of one training, not two runs.
+_TB_DOWNLOAD_SPLIT = re.compile(r"(?:^|[_.-])(?P<split>train|validation)$")
 
 
 def header(path: Path) -> list[str] | None:
@@ -83,6 +94,8 @@ def header(path: Path) -> list[str] | None:
 def layout(name: str, columns: list[str], folder_files: set[str] | frozenset = frozenset()) -> str | None:
     """Which CSV layout a header belongs to, or None when it does not look like a training log."""
     cols = set(columns)
+    if columns == _TB_DOWNLOAD_HEADER:
+        return "tb_download"
     if {"metric", "step", "value"} <= cols:
         return "csv"
     if name == "metrics.csv" and "step" in cols and ("epoch" in cols or "hparams.yaml" in folder_files):
@@ -103,9 +116,22 @@ def _keras_log(columns: list[str] | None) -> bool:
     return bool(columns) and columns[0] == "epoch" and len(columns) > 1 and any("loss" in c for c in columns)
 
 
+def _tb_download_parts(name: str) -> tuple[str, str, str]:
+    """(run, split, tag) of a TensorBoard download's file name; split is '' unless the run is a Keras split."""
+    match = _TB_DOWNLOAD_NAME.fullmatch(name)
+    if match is None:
+        return "", "", Path(name).stem
+    run, tag = match.group("run"), match.group("tag")
+    split = _TB_DOWNLOAD_SPLIT.search(run)
+    if split is None:
+        return run.strip("."), "", tag
+    return run[: split.start()].strip("."), split.group("split"), tag
+
+
 def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
     present = set(filenames)
     got = Claim()
+    downloads: dict[str, list[Path]] = {}
     for name in filenames:
         lower = name.lower()
         if lower.endswith(".csv"):
@@ -119,6 +145,9 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
             continue
         path = folder / name
         got.files.add(name)
+        if kind == "tb_download":
+            downloads.setdefault(_tb_download_parts(name)[0], []).append(path)
+            continue
         sides = [f for f in _SIDECARS.get(kind, ()) if (folder / f).is_file()]  # also when the CSV is named alone
         if kind in _SIDECARS:
             # the training's own folder: its config, and TensorBoard copies of the same scalars
@@ -127,7 +156,23 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
             got.sources.append(Source("csv_table", folder, [path] + [folder / f for f in sides + twins]))
         else:
             got.sources.append(Source("csv_table", path, [path]))
+    for run, paths in downloads.items():
+        where = folder / run if run and len(downloads) > 1 else (paths[0] if len(paths) == 1 else folder)
+        got.sources.append(Source("csv_table", where, paths))
     return got if got.sources else None
+
+
+def _read_tb_downloads(source: Source) -> list[Run]:
+    """TensorBoard 'Download CSV' files of one run: each file's tag is a metric."""
+    parts = []
+    for path in source.files:
+        _, split, tag = _tb_download_parts(path.name)
+        metric = f"{split}/{tag}" if split else tag
+        parts.append(wide_to_tidy(read_table(path).rename({"Value": metric}), "Step", [metric], "Wall time"))
+    scalars = tidy(pl.concat(parts))
+    if scalars.is_empty():
+        raise ReadError(f"{source.path}: no row has both a numeric step and a value")
+    return [Run(name="", path=str(source.path), format="csv", scalars=scalars)]
 
 
 def read_table(path: Path) -> pl.DataFrame:
@@ -191,6 +236,8 @@ def _step_column(frame: pl.DataFrame) -> str | None:
 
 def read(source: Source) -> list[Run]:
     path = source.files[0]
+    if header(path) == _TB_DOWNLOAD_HEADER:
+        return _read_tb_downloads(source)
     frame = read_table(path)
     kind = layout(path.name, frame.columns, {f.name for f in source.files}) or "csv"
     if path.name.lower().endswith(_KERAS_SUFFIXES):
