@@ -103,6 +103,44 @@ def test_overfit_silent_when_train_rises_too():
     assert codes(Overfit(), view) == []
 
 
+def step_then_hold(evals: int = 40, drift: float = -0.002) -> np.ndarray:
+    """Validation loss that jumps up within four evaluations of its best, then sits still.
+
+    A tiny training set memorised in the first steps: the later evaluations barely move (here a
+    slight downward drift, so Kendall's tau over the rise is weak or negative).
+    """
+    val = np.full(evals, 1.3) + drift * np.arange(evals)
+    val[:4] = [0.8, 1.05, 1.2, 1.27]
+    return noisy(val, 0.0005, 4)
+
+
+def test_overfit_fires_on_a_step_up_that_holds():
+    view = make_view({"train/loss": train_curve(), "val/loss": (epochs(40), step_then_hold())})
+    [f] = Overfit().check(view)
+    assert f.evidence["val_trend_tau"] < Overfit.defaults["min_rise_tau"]
+    assert f.evidence["val_held_share"] >= Overfit.defaults["min_held_share"]
+    assert f.evidence["val_best_step"] == epochs(40)[0]
+
+
+def test_overfit_silent_when_val_is_thrown_about_rather_than_held():
+    """Large bumps that come back down (an unstable optimizer) are neither a trend nor a held step."""
+    e = np.arange(40)
+    val = 0.3 + 0.8 * np.abs(np.sin(e / 2.2)) * np.exp(-e / 25) + 0.15
+    val[0] = 0.25
+    view = make_view({"train/loss": train_curve(), "val/loss": (epochs(40), val)})
+    assert codes(Overfit(), view) == []
+
+
+def test_overfit_fires_after_a_zigzag_minimum():
+    """The best level is the lowest smoothed one, not the smoothed value at the lowest raw point
+    (which, in a zigzag, echoes its high neighbours and hides the later rise)."""
+    val = np.r_[np.full(12, 1.07), [0.74, 0.48, 0.46, 0.43, 0.56, 0.34, 0.57, 0.36, 0.42, 0.37, 0.34, 0.37],
+                np.linspace(0.40, 0.55, 12)]
+    view = make_view({"train/loss": train_curve(), "val/loss": (epochs(len(val)), val)})
+    [f] = Overfit().check(view)
+    assert f.evidence["val_best"] < 0.4 and f.evidence["val_end"] > 0.5
+
+
 def test_overfit_reads_validation_accuracy_when_no_val_loss():
     e = np.arange(15)
     acc = 0.85 - 0.6 * np.exp(-e / 1.5) - 0.015 * np.maximum(0, e - 5)

@@ -18,7 +18,10 @@ class Overfit(Rule):
         (well beyond its own evaluation-to-evaluation noise and by a real
         fraction of its best value) over several evaluations, while the
         training loss over the same steps keeps falling: the train/val gap
-        widens. A validation curve that only flattens out is *not* overfitting.
+        widens. The climb is either a rising trend, or a step up that then
+        holds (nearly every later evaluation sits at the final level: a model
+        that memorised a tiny training set early and stopped moving). A validation curve that only flattens out is *not*
+        overfitting, nor is one evaluation that jumps and comes back.
         When no validation loss is logged, a validation accuracy that peaks and
         then falls is read the same way. A training loss that drops in a
         staircase at every epoch boundary belongs to the same picture (the
@@ -49,6 +52,10 @@ class Overfit(Rule):
         "min_rise_relative": 0.05,
         "min_rise_noise": 3.0,
         "min_rise_tau": 0.3,
+        # ...or a step that holds: this share of the evaluations after the best sit within half
+        # the rise of the final level (a jump then a flat line has a weak Kendall tau; a
+        # validation loss thrown up and down by an unstable optimizer does not hold)
+        "min_held_share": 0.8,
         "smoothing_window": 3,
     }
 
@@ -72,7 +79,9 @@ class Overfit(Rule):
         after = len(raw) - 1 - i_min
         if after < self.params["min_points_after_min"]:
             return []
-        best = float(smooth[i_min])
+        # the best smoothed level: at a zigzagging minimum the smoothed value at the raw low
+        # echoes its high neighbours and would hide the rise
+        best = float(smooth[i])
         tail = min(after + 1, max(3, after // 3))
         end = float(np.median(raw[-tail:]))
         rise = end - best
@@ -82,7 +91,8 @@ class Overfit(Rule):
         tau, p = rising.tau, rising.p_value
         if rel < self.params["min_rise_relative"] or rise < self.params["min_rise_noise"] * noise:
             return []
-        if tau < self.params["min_rise_tau"]:
+        held = float(np.mean(np.abs(raw[i_min + 1 :] - end) < rise / 2))
+        if tau < self.params["min_rise_tau"] and held < self.params["min_held_share"]:
             return []
         # training must keep improving over the same steps (otherwise it is divergence, not overfitting)
         at = curves.on_axis_of(steps, train)
@@ -93,7 +103,7 @@ class Overfit(Rule):
             return []
         train_drop = (train_at_min - train_end) / max(abs(train_at_min), 1e-12)
         confidence = 0.45 + 0.55 * np.mean(
-            [min(1.0, rel / (4 * self.params["min_rise_relative"])), min(1.0, after / 8), min(1.0, tau), min(1.0, train_drop / 0.2)]
+            [min(1.0, rel / (4 * self.params["min_rise_relative"])), min(1.0, after / 8), min(1.0, max(tau, held)), min(1.0, train_drop / 0.2)]
         )
         what = "loss" if sign > 0 else "accuracy"
         return [
@@ -114,6 +124,7 @@ class Overfit(Rule):
                     "evaluations_after_best": after,
                     "val_trend_tau": tau,
                     "val_trend_p": p,
+                    "val_held_share": held,
                     "train_at_val_best": train_at_min,
                     "train_end": train_end,
                 },
