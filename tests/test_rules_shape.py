@@ -287,6 +287,27 @@ def test_oscillate_fires_on_bursts_after_settling_and_not_on_noisy_healthy_desce
     assert "oscillate" not in fired(diagnose(synthetic({"train_loss": (x, noisy)})))
 
 
+def test_frequent_isolated_leaps_of_a_few_sigmas_are_batch_noise_not_oscillate():
+    """Small-batch heavy tails: an eighth of the late points leap 5-8 sigmas, never twice in a row.
+
+    Frequent enough for the burst-free branch, but far inside the spike bar: healthy. The same
+    leaps at 20-40 sigmas (a loss thrown off its level) are oscillation.
+    """
+    n = 1500
+    x = np.arange(n)
+    y = decay(n, start=0.5, floor=0.05, noise=0.02)
+    sigma = 0.02 * 0.45
+    late = np.flatnonzero(x > n // 2)
+    at = late[::2][RNG.random(len(late[::2])) < 0.24]  # ~12 % at random, never adjacent
+    calm = y.copy()
+    calm[at] += RNG.uniform(5, 8, len(at)) * sigma
+    got = fired(diagnose(synthetic({"train_loss": (x, calm)})))
+    assert "oscillate" not in got and "spike" not in got
+    wild = y.copy()
+    wild[at] += RNG.uniform(20, 40, len(at)) * sigma
+    assert "oscillate" in fired(diagnose(synthetic({"train_loss": (x, wild)})))
+
+
 def test_every_shape_rule_has_documented_thresholds_and_sections():
     from logdoctor.rules import all_rules
 

@@ -19,7 +19,9 @@ class Oscillate(Rule):
         logged points sit more than a tenth of the run's total progress
         (and several sigmas of its own batch-to-batch noise) above the
         rolling median, in bursts (a leap is followed by another more often
-        than chance; isolated leaps are heavy-tailed small-batch noise),
+        than chance; isolated leaps are heavy-tailed small-batch noise unless
+        they are frequent and far outside that noise, or reach back above
+        where the run started),
         while the second half gains less than a tenth of the progress (a run
         still descending is noisy, not oscillating) or the leaps go back above
         where the run started (batch noise never does). Or the second half
@@ -63,8 +65,12 @@ class Oscillate(Rule):
         "min_excursion_rate": 0.03,
         # leaps must come in bursts (P(leap | leap before) / P(leap) at least this)...
         "min_burst_lift": 1.5,
-        # ...unless they are this frequent
+        # ...unless they are this frequent and their median height is this many robust sigmas of
+        # the point noise (the spike rule's bar): frequent isolated leaps of 4-8 sigmas are the
+        # heavy tail of small-batch noise (logistic regression at batch 16, a Gaussian NLL with
+        # a learned variance), never twice in a row and never far out
         "burst_free_rate": 0.08,
+        "burst_free_sigmas": 10.0,
         # a second half still gaining this share of the progress is descending, not bouncing...
         "max_late_gain": 0.1,
         # ...unless min_excursion_rate of its points leap this many progresses above the running
@@ -113,13 +119,15 @@ class Oscillate(Rule):
         # are instability; isolated ones at a low rate are heavy-tailed batch noise
         follow = float(np.sum(leaps[1:] & leaps[:-1]) / max(np.sum(leaps[:-1]), 1))
         lift = follow / rate if rate > 0 else 0.0
+        # the typical leap in robust sigmas of the point noise
+        height = float(np.median(excursions[leaps])) * progress / max(c.noise, curves.TINY) if rate > 0 else 0.0
         noise = curves.robust_sigma(raw[tail] - base) / progress
         rebound = (c.end - c.best) / progress
         p = self.params
         many = len(c) >= p["min_points"]
         bouncing = many and (
             rate >= p["min_excursion_rate"]
-            and (lift >= p["min_burst_lift"] or rate >= p["burst_free_rate"])
+            and (lift >= p["min_burst_lift"] or relapsing or (rate >= p["burst_free_rate"] and height >= p["burst_free_sigmas"]))
             and (late_gain < p["max_late_gain"] or relapsing)
         )
         worsening = many and late_gain <= -p["min_late_rise"] and noise >= p["min_late_noise"]
@@ -162,6 +170,7 @@ class Oscillate(Rule):
                     "loss_end": c.end,
                     "excursion_rate": rate,
                     "excursion_burst_lift": lift,
+                    "excursion_median_sigmas": height,
                     "relapse_rate": relapse_rate,
                     "late_noise_over_progress": noise,
                     "late_sign_change_rate": wave.sign_change_rate,
