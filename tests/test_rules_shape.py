@@ -19,6 +19,7 @@ from logdoctor.config import Config
 from logdoctor.diagnose import diagnose_run
 from logdoctor.ingest import load_runs
 from logdoctor.model import Finding, Run, tidy
+from logdoctor.rules.flat import Flat
 
 SHAPE = ("flat", "crawl", "oscillate", "diverge", "spike", "epoch_jumps", "init_loss")
 ROOT = Path(__file__).parents[1]
@@ -195,6 +196,24 @@ def test_flat_exactly_constant_hf_rounding_is_certain():
     assert got["flat"].evidence["constant"] is True and got["flat"].confidence > 0.95
     rounded = np.round(2.3026 + 0.00004 * RNG.standard_normal(len(x)), 4)
     assert "flat" in fired(diagnose(synthetic({"loss": (x, rounded)})))
+
+
+def test_learning_curve_on_a_large_constant_is_not_flat_but_a_first_step_stall_is():
+    """50 + 2e^-t/200: 4 % of its level, 100 noise sigmas, falling well past the opening: learned.
+
+    Near-miss: the same fall done in the first few steps, then nothing (a class prior learned,
+    then a stall), and a fall too small against the level, stay flat.
+    """
+    rng = np.random.default_rng(5)
+    n = 2000
+    x = np.arange(n)
+    offset = 50 + 2 * np.exp(-x / 200) + 0.02 * rng.standard_normal(n)
+    assert not fired(diagnose(synthetic({"loss": (x, offset)})))
+    stall = 50 + 2 * np.exp(-x / 5) + 0.02 * rng.standard_normal(n)
+    got = fired(diagnose(synthetic({"loss": (x, stall)})))
+    assert got["flat"].evidence["fall_after_opening_share"] < Flat.defaults["min_learning_share"]
+    tiny = 5000 + 2 * np.exp(-x / 200) + 0.02 * rng.standard_normal(n)
+    assert "flat" in fired(diagnose(synthetic({"loss": (x, tiny)})))
 
 
 def test_short_runs_ten_epochs():

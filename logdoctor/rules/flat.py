@@ -20,7 +20,12 @@ class Flat(Rule):
         class prior), nor ends far from it, and it
         shows no steady decline (a small drop with a strong Mann-Kendall
         trend is `crawl`). An exactly constant loss is the strongest form. A
-        run that sits at chance for a while and then learns is not flat.
+        run that sits at chance for a while and then learns is not flat, nor
+        is a learning curve on top of a large constant (a loss of 50 + 2e^-t
+        falls only 4 % of its level): when the loss keeps falling after the
+        opening stretch by many times its point noise, and that later fall is
+        most of its whole fall, it learned. A quick fall in the first steps
+        followed by nothing (the class prior learned, then a stall) stays flat.
     Root causes:
         - parameters not in the optimizer (optimizer built before model.to(device), head never passed in, requires_grad=False)
         - loss detached from the graph (.item()/.detach() on the loss path, forward under torch.no_grad())
@@ -59,6 +64,11 @@ class Flat(Rule):
         "trend_p": 0.001,
         "negligible_drop": 0.005,
         "late_to_early": 0.5,
+        # learned on top of a large constant: after the opening the loss falls at least this
+        # many point-noise sigmas (and negligible_drop of its level)...
+        "min_learning_sigmas": 20.0,
+        # ...and that fall is at least this share of its whole fall from the first logged value
+        "min_learning_share": 0.5,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -76,6 +86,19 @@ class Flat(Rule):
         drop_end = (initial - c.end) / scale
         max_drop = self.params["max_relative_drop"]
         if drop_best >= max_drop or abs(drop_end) >= max_drop:
+            return []
+        # a learning curve riding on a large constant: small against the level, large against
+        # the noise, and spread beyond the opening (a stall after a first-step fall is not)
+        later_fall = initial - c.end
+        whole_fall = max(c.y[0], c.start) - c.end
+        sigma = max(c.noise, 1e-9 * abs(c.start), curves.TINY)
+        learned_sigmas = later_fall / sigma
+        learned_share = later_fall / whole_fall if whole_fall > 0 else 0.0
+        if (
+            learned_sigmas >= self.params["min_learning_sigmas"]
+            and learned_share >= self.params["min_learning_share"]
+            and drop_end >= self.params["negligible_drop"]
+        ):
             return []
         t = curves.trend(c.steps, c.y)
         tau = curves.signal_tau(c.steps, c.y, self.params["tau_blocks"])
@@ -104,6 +127,8 @@ class Flat(Rule):
                     "loss_best": c.best,
                     "relative_drop": drop_end,
                     "relative_best_drop": drop_best,
+                    "fall_after_opening_sigmas": learned_sigmas,
+                    "fall_after_opening_share": learned_share,
                     "trend_tau": tau,
                     "p_value": t.p_value,
                     "constant": constant,
