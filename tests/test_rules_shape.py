@@ -515,6 +515,21 @@ def test_one_hard_batch_after_a_steep_first_step_is_not_a_spike_warning():
     assert "spike" in fired(diagnose(synthetic({"train/loss": (x, y)})))
 
 
+def test_batch_outlier_on_a_run_that_barely_learned_is_not_a_spike_warning():
+    """An autoencoder crawling from 0.181 to 0.178 (2 % of its level); one batch at +0.02 (11 % of
+    the level, 11 sigmas) is 'seven times the progress' but a fraction of the level: info at most.
+    Must fire: a batch back at twice the level, twice."""
+    rng = np.random.default_rng(9)
+    n = 600
+    x = np.arange(n)
+    y = 0.181 - 0.003 * x / n + 0.0015 * rng.standard_normal(n)
+    y[197] += 0.02
+    got = fired(diagnose(synthetic({"recon_loss": (x, y)})))
+    assert "spike" not in got
+    y[[197, 420]] = 0.36
+    assert "spike" in fired(diagnose(synthetic({"recon_loss": (x, y)})))
+
+
 def test_a_period_found_in_the_loss_needs_more_cycles_than_a_logged_epoch_counter():
     # five cycles of a sawtooth: with the epoch counter logged it is an epoch pattern; read from the
     # loss alone (the best of many lags tried) five cycles are too few to rule out chance

@@ -17,7 +17,8 @@ class Spike(Rule):
         The loss jumps far above its local level for a short stretch, then
         returns to it. A spike counts when it is a Hampel outlier (many
         robust sigmas above the rolling median) and undoes a real share of
-        the progress the run had made; on long runs each bucket's maximum is
+        the progress the run had made (in a run that barely learned, of a
+        fifth of its opening level); on long runs each bucket's maximum is
         tested, so a one-step spike is never averaged away. Spikes whose
         heights (as shares of the progress, each capped at 1) add up to less
         than one whole progress are reported as info: heavy-tailed batch
@@ -45,8 +46,12 @@ class Spike(Rule):
         "min_points": 20,
         # Hampel: robust sigmas above the rolling median of the bucket maxima
         "k_sigma": 10.0,
-        # a spike must rise at least this share of the run's progress (or 5 % of its level)
+        # a spike must rise at least this share of the run's progress...
         "min_height": 0.25,
+        # ...where a run that barely learned counts this share of its opening level as its
+        # progress: a crawling loss that fell 2 % would otherwise see every 10 %-of-the-level
+        # batch outlier as 'five times the progress'
+        "min_progress_level": 0.2,
         # the loss must fall back to within this share of the spike height...
         "recover_to": 0.5,
         # ...within this share of the run (in buckets; at least 2)
@@ -67,7 +72,7 @@ class Spike(Rule):
         # the progress from the loss at init (the first logged value, when a steep first descent
         # already pulls the median start level below it) to the best level
         top = max(c.start, c.y[0])
-        ref = max(top - c.best, 0.05 * abs(top), 4 * c.y_noise, curves.TINY)
+        ref = max(top - c.best, self.params["min_progress_level"] * abs(top), 4 * c.y_noise, curves.TINY)
         h = curves.hampel(c.hi, k=self.params["k_sigma"], floor=max(c.y_noise, c.quantum))
         height = c.hi - h.center
         hit = h.outliers & (h.score > 0) & (height >= self.params["min_height"] * ref)
