@@ -62,20 +62,37 @@ def fail(message: str) -> "typer.Exit":
 
 
 def _load_config(config_file: Optional[Path], path: Path, select: Optional[str], ignore: Optional[str]):
-    from .config import ConfigError, load_config
+    from .config import ConfigError, check_rules, load_config, unknown_codes
     from .rules import all_rules
 
+    known = all_rules()
     try:
         config = load_config(config_file, start=path if path.exists() else None)
+        if config.rules or config.select or config.ignore:
+            thresholds, complete = _threshold_catalogue(known, set(config.rules) - set(known))
+            check_rules(config, thresholds, known, complete)
     except ConfigError as exc:
         raise fail(str(exc)) from None
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
-    config = config.merged(split(select), split(ignore))
-    known = set(all_rules())
-    for code in (config.select or []) + config.ignore:
-        if code != "ALL" and code not in known:
-            raise fail(f"unknown rule code '{code}' (see `logdoctor rules`)")
-    return config
+    for code in unknown_codes((split(select) or []) + (split(ignore) or []), known):
+        raise fail(f"unknown rule code '{code}' (see `logdoctor rules`)")
+    return config.merged(split(select), split(ignore))
+
+
+def _threshold_catalogue(rules: dict, others: set[str]) -> tuple[dict[str, dict], bool]:
+    """Code -> default thresholds of every rule, plus every replay probe when a `[rules.<code>]`
+    table names a code that is no rule (the probe catalogue loads PyTorch: imported only then).
+    The flag says whether the catalogue is complete: without PyTorch a probe's table cannot be
+    checked, and only replay, which needs PyTorch, reads it."""
+    catalogue = {code: cls.defaults for code, cls in rules.items()}
+    if not others:
+        return catalogue, True
+    try:
+        from .replay.catalogue import all_probes
+    except ImportError:
+        return catalogue, False
+    catalogue.update({code: cls.defaults for code, cls in all_probes().items()})
+    return catalogue, True
 
 
 def exit_code(statuses: list[str], fail_on: FailOn) -> int:

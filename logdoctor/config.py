@@ -7,17 +7,27 @@ Shape (every key optional):
     ignore = ["epoch_jumps"]         # never these rules
     [tool.logdoctor.roles]           # metric name (exact) or /regex/ -> role
     train_loss = ["my_objective"]
-    [tool.logdoctor.rules.crawl]     # per-rule threshold overrides
-    max_relative_gain = 0.05
+    [tool.logdoctor.rules.crawl]     # per-rule (or replay probe) threshold overrides
+    max_relative_drop = 0.1
 
 A `logdoctor.toml` holds the same keys at top level (no `[tool.logdoctor]`).
+Every mistake (an unknown key, role, rule code or threshold, a regex that does
+not compile, a threshold of the wrong type) is a `ConfigError` naming the file
+and the key: a typo must not silently fall back to the defaults.
 """
 from __future__ import annotations
 
+import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .roles import ROLES
+
+#: The keys a config table may hold.
+_KEYS = ("select", "ignore", "roles", "rules")
 
 
 class ConfigError(ValueError):
@@ -52,6 +62,10 @@ class Config:
 
 
 def _from_table(table: dict[str, Any], source: str) -> Config:
+    unknown = sorted(set(table) - set(_KEYS))
+    if unknown:
+        raise ConfigError(f"{source}: unknown key '{unknown[0]}' (valid keys: {', '.join(_KEYS)})")
+
     def names(key: str) -> list[str] | None:
         value = table.get(key)
         if value is None:
@@ -62,14 +76,78 @@ def _from_table(table: dict[str, Any], source: str) -> Config:
             raise ConfigError(f"{source}: '{key}' must be a list of rule codes")
         return value
 
-    roles = table.get("roles", {})
-    if not isinstance(roles, dict):
-        raise ConfigError(f"{source}: [roles] must be a table of role = [metric names]")
-    roles = {k: [v] if isinstance(v, str) else list(v) for k, v in roles.items()}
     rules = table.get("rules", {})
     if not isinstance(rules, dict) or not all(isinstance(v, dict) for v in rules.values()):
         raise ConfigError(f"{source}: [rules.<code>] must be tables of thresholds")
-    return Config(select=names("select"), ignore=names("ignore") or [], roles=roles, rules=rules, source=source)
+    return Config(select=names("select"), ignore=names("ignore") or [], roles=_roles(table.get("roles", {}), source), rules=rules, source=source)
+
+
+def _roles(table: Any, source: str) -> dict[str, list[str]]:
+    """`[roles]` checked up front: a misspelt role or a broken regex would otherwise be ignored
+    silently or crash mid-analysis."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [roles] must be a table of role = [metric names]")
+    roles = {}
+    for role, value in table.items():
+        if role not in ROLES:
+            raise ConfigError(f"{source}: unknown role 'roles.{role}' (valid roles: {', '.join(ROLES)})")
+        patterns = [value] if isinstance(value, str) else value
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise ConfigError(f"{source}: 'roles.{role}' must be a list of metric names or /regexes/")
+        for pattern in patterns:
+            if len(pattern) > 2 and pattern.startswith("/") and pattern.endswith("/"):
+                try:
+                    re.compile(pattern[1:-1])
+                except re.error as exc:
+                    raise ConfigError(f"{source}: 'roles.{role}': invalid regex {pattern} ({exc})") from None
+        roles[role] = list(patterns)
+    return roles
+
+
+def unknown_codes(codes: Iterable[str], known: Iterable[str]) -> list[str]:
+    """Rule codes in a select/ignore list that no rule has (`ALL` is always known)."""
+    known = set(known)
+    return [code for code in codes if code != "ALL" and code not in known]
+
+
+def check_rules(config: Config, thresholds: dict[str, dict[str, Any]], codes: Iterable[str], complete: bool = True) -> None:
+    """Raise ConfigError for a select/ignore code outside `codes`, a `[rules.<code>]` table that
+    no entry of `thresholds` (code -> default thresholds of rules and probes) owns, an unknown
+    threshold or one of the wrong type. With `complete` False, tables of codes missing from
+    `thresholds` are let through (the catalogue could not be loaded in full).
+
+    Lives apart from parsing because the catalogue of rules and probes is the caller's to load.
+    """
+    source = config.source or "config"
+    for key, listed in (("select", config.select or []), ("ignore", config.ignore)):
+        bad = unknown_codes(listed, codes)
+        if bad:
+            raise ConfigError(f"{source}: '{key}' names unknown rule code '{bad[0]}' (see `logdoctor rules`)")
+    for code, overrides in config.rules.items():
+        defaults = thresholds.get(code)
+        if defaults is None:
+            if complete:
+                raise ConfigError(f"{source}: [rules.{code}]: no rule or replay probe has this code (see `logdoctor rules`)")
+            continue
+        for key, value in overrides.items():
+            if key not in defaults:
+                raise ConfigError(f"{source}: unknown threshold 'rules.{code}.{key}' (valid: {', '.join(defaults)})")
+            if not _same_kind(defaults[key], value):
+                raise ConfigError(f"{source}: 'rules.{code}.{key}' must be {_kind(defaults[key])}, not {value!r}")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return f"a {type(value).__name__}"
+
+
+def _same_kind(default: Any, value: Any) -> bool:
+    """A threshold keeps its default's kind: numbers stay numbers (an int may set a float), booleans
+    booleans; a default of None accepts anything."""
+    return default is None or _kind(default) == _kind(value)
 
 
 def load_config(explicit: Path | None = None, start: Path | None = None) -> Config:

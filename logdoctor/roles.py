@@ -246,7 +246,9 @@ def assign_roles(
     found: dict[str, list[str]] = {}
     pinned: set[str] = set()
     for role, patterns in (overrides or {}).items():
-        hits = [m for m in metrics if any(_matches(p, m) for p in patterns)]
+        # the order the patterns are listed in is the user's preference: the first one's match is primary
+        hits = [m for p in patterns for m in metrics if _matches(p, m)]
+        hits = list(dict.fromkeys(hits))
         if hits:
             found[role] = hits
             pinned.update(hits)

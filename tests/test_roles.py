@@ -205,3 +205,9 @@ def test_reward_primary_is_the_training_average():
     found = assign_roles(["Eval_AverageReturn", "Eval_MaxReturn", "Train_BestReturn", "Train_AverageReturn", "Eval_StdReturn"])
     assert found["reward"][0] == "Train_AverageReturn"
     assert "Eval_StdReturn" not in found["reward"]
+
+
+def test_the_first_override_pattern_listed_gives_the_primary():
+    metrics = ["losses/val", "metrics/eval/LanguageCrossEntropy"]
+    roles = assign_roles(metrics, overrides={"val_loss": ["/LanguageCrossEntropy$/", "losses/val"]})
+    assert roles["val_loss"] == ["metrics/eval/LanguageCrossEntropy", "losses/val"]
