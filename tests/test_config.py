@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from logdoctor.cli import app
-from tests._tb_writers import write_scalars
+from _tb_writers import write_scalars
 
 ENV = {"COLUMNS": "220", "NO_COLOR": "1"}
 

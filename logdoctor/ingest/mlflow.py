@@ -19,6 +19,7 @@ import polars as pl
 from ..model import Run, tidy
 from . import Claim, ReadError, Source
 from .hparams import parse_scalar, read_yaml
+from .stepless import number_stepless
 
 
 def _is_run(folder: Path) -> bool:
@@ -83,7 +84,7 @@ def _read_run(folder: Path) -> Run:
             text = _text(path)
             if text is not None:
                 config[path.relative_to(params_dir).as_posix()] = parse_scalar(text)
-    scalars = tidy(pl.concat(frames)) if frames else tidy(pl.DataFrame({"metric": [], "step": [], "value": []}))
+    scalars = number_stepless(tidy(pl.concat(frames)), notes) if frames else tidy(pl.DataFrame({"metric": [], "step": [], "value": []}))
     if scalars.is_empty() and not warnings:
         warnings.append(f"{folder}: MLflow run has no metric values")
     return Run(name=str(name), path=str(folder), format="mlflow", scalars=scalars, config=config, warnings=warnings, notes=notes)

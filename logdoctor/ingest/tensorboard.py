@@ -27,6 +27,7 @@ import polars as pl
 from ..model import Run, empty_scalars
 from . import Claim, ReadError, Source
 from .hparams import load_config_file
+from .stepless import number_stepless
 from .tfevents import read_event_file
 
 #: Subfolder names that mark a Keras / estimator style split of one run.
@@ -156,7 +157,7 @@ def read(source: Source) -> list[Run]:
         notes.append(f"subfolders {', '.join(subfolders)} joined into this run; their metrics carry the folder name as prefix")
     if readable > 1:
         notes.append(f"{readable} event files merged into this run")
-    scalars = pl.concat(frames, how="vertical") if frames else empty_scalars()
+    scalars = number_stepless(pl.concat(frames, how="vertical"), notes) if frames else empty_scalars()
     if scalars.is_empty():
         warnings.append(f"{source.path}: event files hold no scalar summaries (only graphs, histograms, images or text)")
     return [Run(name="", path=str(source.path), format="tensorboard", scalars=scalars, config=config, warnings=warnings, notes=notes)]

@@ -1,0 +1,56 @@
+"""Series logged without a step: every point at one step, numbered by the order they were logged.
+
+`SummaryWriter.add_scalar(tag, v)` without `global_step` and `mlflow.log_metric(k, v)` without
+`step` store step 0 on every point. Read as they are, the series collapses to one point (the last
+value wins at a shared step) and a run that clearly learned looks like a single number. When
+(nearly) all points of a metric share one step, that step carries no information, while the
+order of logging does: the points are ordered by wall time (file order breaks ties, and stands
+alone when there is no wall time) and numbered 0, 1, 2... as their steps, with a note saying so.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+#: A metric is stepless when at least this share of its points sits on its most common step...
+SHARED_STEP_SHARE = 0.9
+#: ...and that is at least this many points (two values at one step are a re-log, not a series).
+MIN_SHARED_POINTS = 3
+
+
+def stepless_metrics(scalars: pl.DataFrame) -> list[str]:
+    """Metrics whose points (nearly) all share one step, in first-logged order."""
+    if scalars.is_empty():
+        return []
+    per_step = scalars.group_by("metric", "step").agg(pl.len().alias("n"))
+    per_metric = per_step.group_by("metric").agg(pl.col("n").max().alias("top"), pl.col("n").sum().alias("total"))
+    found = set(
+        per_metric.filter((pl.col("top") >= MIN_SHARED_POINTS) & (pl.col("top") >= SHARED_STEP_SHARE * pl.col("total")))
+        .get_column("metric")
+        .to_list()
+    )
+    return [m for m in scalars.get_column("metric").unique(maintain_order=True).to_list() if m in found]
+
+
+def number_stepless(scalars: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
+    """Give the points of stepless metrics their ordinal as step; other rows are untouched."""
+    names = stepless_metrics(scalars)
+    if not names:
+        return scalars
+    rows = scalars.with_row_index("_row")
+    ordinal = (
+        rows.filter(pl.col("metric").is_in(names))
+        .sort("metric", "wall_time", "_row", nulls_last=True)
+        .select("_row", pl.int_range(pl.len(), dtype=pl.Int64).over("metric").alias("_ordinal"))
+    )
+    out = (
+        rows.join(ordinal, on="_row", how="left", maintain_order="left")
+        .with_columns(pl.coalesce("_ordinal", "step").alias("step"))
+        .drop("_row", "_ordinal")
+    )
+    timed = scalars.filter(pl.col("metric").is_in(names)).get_column("wall_time").null_count() == 0
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    notes.append(
+        f"logged without a step (all points at one step): {shown}; points ordered by "
+        f"{'wall time' if timed else 'file order'} and numbered 0, 1, 2... as steps"
+    )
+    return out
