@@ -112,3 +112,30 @@ def test_input_errors_exit_2_with_one_line(tmp_path):
     assert len(lines) == 1 and "missing" in lines[0] and "Traceback" not in result.stderr
     bad_format = CliRunner().invoke(app, ["analyze", str(tmp_path), "-f", "pdf"])
     assert bad_format.exit_code == 2
+
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_runs"
+
+
+@pytest.mark.parametrize(
+    "run_file",
+    [
+        "hf_diverge_bce_log0/trainer_state.json",
+        "tbn_crawl_lr1000x_low/events.out.tfevents.1795317436.vm.29571.1",
+        "pl_clip_charlm_sgd/lightning_logs/version_0/metrics.csv",
+        "wb_flat_loss_rewrap/wandb/offline-run-20261122_031656-k6izagjo/run-k6izagjo.wandb",
+        "csv_healthy_amp_charlm/log.csv",
+    ],
+)
+def test_a_file_of_a_run_names_that_run_dot(run_file):
+    """`run` is relative to PATH, '.' when PATH is the run itself, or any one file of it."""
+    result = CliRunner().invoke(app, ["analyze", str(SAMPLES / run_file), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert [r["run"] for r in json.loads(result.stdout)["runs"]] == ["."]
+
+
+def test_a_run_folder_is_dot_and_a_parent_folder_names_it_relatively():
+    run = CliRunner().invoke(app, ["analyze", str(SAMPLES / "pl_clip_charlm_sgd"), "-f", "json"])
+    assert [r["run"] for r in json.loads(run.stdout)["runs"]] == ["lightning_logs/version_0"]
+    version = CliRunner().invoke(app, ["analyze", str(SAMPLES / "pl_clip_charlm_sgd/lightning_logs/version_0"), "-f", "json"])
+    assert [r["run"] for r in json.loads(version.stdout)["runs"]] == ["."]
