@@ -32,22 +32,30 @@ text-typed numbers (``nan``, `` 1.5``) are coerced column-wise, never per row.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
 from ..model import Run, tidy
 from ..roles import classify
-from . import Claim, ReadError, Source
+from . import Claim, ReadError, Source, tensorboard
+from .csv_steps import INDEX_COLUMNS, finer_than_epoch, names_step, plan
 from .hparams import load_config_file
 
-STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "epoch", "Step", "Epoch", "Epochs", "epochs")
-#: Index columns pandas writes (`df.to_csv()` without index=False).
-_INDEX_COLUMNS = ("", "Unnamed: 0", "index")
+#: File names a CSV log may have; gzip is read as is (`metrics.csv.gz`).
+_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
+#: Delimiters sniffed from the header line; with ; or tab, `0,5` is a decimal comma.
+_SEPARATORS = (",", ";", "\t")
+_DECIMAL_COMMA = re.compile(r"\d,\d")
 _SNIFF_BYTES = 64 * 1024
 _MAX_HEADER_BYTES = 8 * 1024 * 1024
+#: Above this share of undecodable or control characters a file is binary, not a text CSV
+#: (a latin-1 accent in a UTF-8 read is one odd character, random bytes are half of them).
+_BINARY_SHARE = 0.05
 _EVENTS_PREFIX = "events.out.tfevents"
 #: Config files a layout's writer leaves beside its CSV (YOLOv5 wrote opt.yaml + hyp.yaml, v8+ args.yaml).
 _SIDECARS = {"lightning": ("hparams.yaml",), "ultralytics": ("args.yaml", "opt.yaml", "hyp.yaml")}
@@ -62,10 +70,20 @@ _TB_DOWNLOAD_NAME = re.compile(r"run-(?P<run>.*)-tag-(?P<tag>.+)\.csv", re.IGNOR
 _TB_DOWNLOAD_SPLIT = re.compile(r"(?:^|[_.-])(?P<split>train|validation)$")
 
 
-def header(path: Path) -> list[str] | None:
-    """The stripped column names of a CSV's first line; [] for an empty file; None if not text."""
+@dataclass(frozen=True)
+class Dialect:
+    """How a CSV is written, sniffed from its first lines."""
+
+    separator: str = ","
+    decimal_comma: bool = False
+    #: Leading `# ...` lines before the header (a script's banner).
+    comment_lines: int = 0
+
+
+def _head(path: Path) -> bytes | None:
+    """The first bytes of a file (decompressed for .gz), on to the end of a long header line; None if unreadable."""
     try:
-        with open(path, "rb") as fh:
+        with (gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")) as fh:
             head = fh.read(_SNIFF_BYTES)
             # a W&B export of hundreds of runs has a very long header line: read on to its end
             while head and b"\n" not in head and len(head) < _MAX_HEADER_BYTES:
@@ -73,22 +91,45 @@ def header(path: Path) -> list[str] | None:
                 if not more:
                     break
                 head += more
-    except OSError:
+    except (OSError, EOFError):  # gzip.BadGzipFile is an OSError
         return None
-    if not head:
-        return []
-    if b"\x00" in head:
+    return head
+
+
+def _is_binary(text: str) -> bool:
+    """True when too many characters are undecodable or control characters for a text file."""
+    sample = text[:4096]
+    odd = sum(ch == "\ufffd" or (ch < " " and ch not in "\t\r\n") for ch in sample)
+    return "\x00" in sample or odd > _BINARY_SHARE * len(sample)
+
+
+def sniff(path: Path) -> tuple[list[str], Dialect] | None:
+    """The stripped column names and dialect of a CSV; ([], Dialect()) for an empty file; None if not text."""
+    head = _head(path)
+    if head is None:
         return None
-    first_line = head.split(b"\n", 1)[0]
+    text = head.decode("utf-8-sig", errors="replace")
+    if not text:
+        return [], Dialect()
+    if _is_binary(text):
+        return None
+    lines = text.split("\n")
+    comments = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    first = lines[comments].rstrip("\r") if comments < len(lines) else ""
+    separator = max(_SEPARATORS, key=first.count)  # ties (no separator at all) go to the comma
+    data = "\n".join(lines[comments + 1 :])
+    decimal_comma = separator != "," and bool(_DECIMAL_COMMA.search(data))
     try:
-        first = first_line.decode("utf-8-sig").rstrip("\r")
-    except UnicodeDecodeError:
-        return None
-    try:
-        row = next(csv.reader(io.StringIO(first)), [])
+        row = next(csv.reader(io.StringIO(first), delimiter=separator), [])
     except csv.Error:
         return None
-    return [c.strip() for c in row]
+    return [c.strip() for c in row], Dialect(separator, decimal_comma, comments)
+
+
+def header(path: Path) -> list[str] | None:
+    """The stripped column names of a CSV's header line; [] for an empty file; None if not text."""
+    got = sniff(path)
+    return None if got is None else got[0]
 
 
 def layout(name: str, columns: list[str], folder_files: set[str] | frozenset = frozenset()) -> str | None:
@@ -104,11 +145,16 @@ def layout(name: str, columns: list[str], folder_files: set[str] | frozenset = f
         name == "results.csv" or folder_files & set(_SIDECARS["ultralytics"])
     ):
         return "ultralytics"
-    if "loss" in cols and not cols & {"step", "global_step", "_step", "iteration", "iter"}:
+    if "loss" in cols and not finer_than_epoch(columns):
         return "keras_csv"
-    if any(c in cols for c in STEP_COLUMNS) or any(classify(c) for c in columns):
+    if any(names_step(c) for c in columns) or any(classify(c) for c in columns):
         return "csv"
     return None
+
+
+def _plain_name(name: str) -> str:
+    """The name a compressed CSV had before gzip (`metrics.csv.gz` is a Lightning `metrics.csv`)."""
+    return name[:-3] if name.lower().endswith(".gz") else name
 
 
 def _keras_log(columns: list[str] | None) -> bool:
@@ -134,9 +180,9 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
     downloads: dict[str, list[Path]] = {}
     for name in filenames:
         lower = name.lower()
-        if lower.endswith(".csv"):
+        if lower.endswith(_SUFFIXES):
             columns = header(folder / name)
-            kind = "csv" if not columns else layout(name, columns, present)  # unreadable: claim to report it
+            kind = "csv" if not columns else layout(_plain_name(name), columns, present)  # unreadable: claim to report it
         elif lower.endswith(_KERAS_SUFFIXES) and _keras_log(header(folder / name)):
             kind = "keras_csv"
         else:
@@ -175,39 +221,102 @@ def _read_tb_downloads(source: Source) -> list[Run]:
     return [Run(name="", path=str(source.path), format="csv", scalars=scalars)]
 
 
+@dataclass
+class Table:
+    """A CSV's frame, with what reading it had to skip (warnings) or normalise (notes)."""
+
+    frame: pl.DataFrame
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
 def read_table(path: Path) -> pl.DataFrame:
     """A CSV as a frame with stripped names and numeric columns numeric; ReadError if unusable."""
+    return load_table(path).frame
+
+
+def load_table(path: Path) -> Table:
+    """A CSV as a Table: polars' native reader with the sniffed dialect, repeated header rows
+    (logs appended with `to_csv(mode='a')`) dropped, text columns that are mostly numbers made
+    numeric column-wise; ReadError if unusable."""
     try:
         if path.stat().st_size == 0:
             raise ReadError(f"{path}: empty file (0 bytes)")
-        frame = pl.read_csv(path, infer_schema_length=10000, truncate_ragged_lines=True, encoding="utf8-lossy")
-    except ReadError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - polars raises many kinds for garbage input
-        raise ReadError(f"{path}: not a readable CSV ({type(exc).__name__})") from None
+    except OSError as exc:
+        raise ReadError(f"{path}: cannot read ({exc.strerror})") from None
+    sniffed = sniff(path)
+    if sniffed is None:
+        raise ReadError(f"{path}: not a text CSV (binary data)")
+    dialect = sniffed[1]
+    frame = _read_csv(path, dialect)
     stripped = [c.strip() for c in frame.columns]
     if len(set(stripped)) == len(stripped):  # padding removed unless it is all that tells two columns apart
         frame = frame.rename(dict(zip(frame.columns, stripped)))
-    if frame.height == 0:
+    table = Table(frame)
+    kept = _drop_repeated_headers(table)
+    if table.frame.height == 0:
         raise ReadError(f"{path}: CSV has a header but no rows")
-    return frame.with_columns(
-        _to_number(frame, c) for c in frame.columns if frame.schema[c] == pl.String and _parses(frame, c)
+    first_line = 2 + dialect.comment_lines
+    table.frame = table.frame.with_columns(
+        _numbers(table, c, kept, first_line, dialect.decimal_comma) for c in table.frame.columns if table.frame.schema[c] == pl.String
     )
+    return table
 
 
-def _to_number(frame: pl.DataFrame, column: str) -> pl.Expr:
-    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+def _read_csv(path: Path, dialect: Dialect) -> pl.DataFrame:
+    """polars' reader; a bad cell past the type-inference window makes it re-read all as text (coerced after)."""
+    options = dict(
+        separator=dialect.separator, decimal_comma=dialect.decimal_comma, truncate_ragged_lines=True,
+        comment_prefix="#" if dialect.comment_lines else None, encoding="utf8-lossy",
+    )
+    try:
+        try:
+            return pl.read_csv(path, infer_schema_length=10000, **options)
+        except pl.exceptions.ComputeError:
+            return pl.read_csv(path, infer_schema=False, **options)
+    except Exception as exc:  # noqa: BLE001 - polars raises many kinds for garbage input
+        raise ReadError(f"{path}: not a readable CSV ({type(exc).__name__})") from None
 
 
-def _parses(frame: pl.DataFrame, column: str) -> bool:
-    """True when every non-blank cell of a text column is a number (nan/inf included)."""
-    text = frame.get_column(column).str.strip_chars()
-    filled = text.filter(text.is_not_null() & (text != ""))
-    return filled.len() > 0 and filled.cast(pl.Float64, strict=False).null_count() == 0
+def _drop_repeated_headers(table: Table) -> pl.Series | None:
+    """Drop rows that repeat the header (each append of `to_csv(mode='a')` writes one); says so in
+    the notes. Returns the original row numbers of the rows kept (None when none was dropped), so
+    that skipped cells are reported at their line in the file."""
+    frame = table.frame
+    if not all(dtype == pl.String for dtype in frame.schema.values()):  # one number column: no header row
+        return None
+    repeat = frame.select(
+        pl.all_horizontal(pl.col(c).is_null() if not c.strip() else pl.col(c).str.strip_chars() == c.strip() for c in frame.columns)
+    ).to_series()
+    count = int(repeat.sum())
+    if not count:
+        return None
+    table.frame = frame.filter(~repeat)
+    table.notes.append(f"{count} repeated header row(s) dropped (a log appended to)")
+    return (~repeat).arg_true()
+
+
+def _numbers(table: Table, column: str, kept: pl.Series | None, first_line: int, decimal_comma: bool) -> pl.Expr:
+    """A text column as numbers when most of its filled cells are numbers (padded ` 1.5`, `nan`, `inf`);
+    the odd cell out (`diverged`) becomes null with a warning naming it. A column of words stays text."""
+    text = table.frame.get_column(column).str.strip_chars()
+    if decimal_comma:
+        text = text.str.replace(",", ".", literal=True)
+    number = text.cast(pl.Float64, strict=False)
+    filled = text.is_not_null() & (text != "")
+    bad = filled & number.is_null()
+    n_filled, n_bad = int(filled.sum()), int(bad.sum())
+    if n_filled == 0 or 2 * n_bad >= n_filled:
+        return pl.col(column)
+    if n_bad:
+        row = int(bad.arg_true()[0])
+        line = first_line + (int(kept[row]) if kept is not None else row)
+        table.warnings.append(f"{column}: {n_bad} non-numeric cell(s) skipped, e.g. {text[row]!r} at line {line}")
+    return pl.lit(number).alias(column)
 
 
 def numeric_columns(frame: pl.DataFrame, exclude: set[str] = frozenset()) -> list[str]:
-    return [c for c in frame.columns if c not in exclude and frame.schema[c].is_numeric() and c not in _INDEX_COLUMNS]
+    return [c for c in frame.columns if c not in exclude and frame.schema[c].is_numeric() and c not in INDEX_COLUMNS]
 
 
 def wide_to_tidy(frame: pl.DataFrame, step_col: str | None, metrics: list[str], wall_col: str | None = None) -> pl.DataFrame:
@@ -224,33 +333,45 @@ def wide_to_tidy(frame: pl.DataFrame, step_col: str | None, metrics: list[str], 
     return tidy(long.rename({"__ld_step": "step", "__ld_wall": "wall_time", "__ld_metric": "metric", "__ld_value": "value"}))
 
 
-def _step_column(frame: pl.DataFrame) -> str | None:
-    """The column that holds the step; None means the row number is the step."""
-    for name in (*STEP_COLUMNS, *_INDEX_COLUMNS):
-        if name in frame.columns and frame.schema[name].is_numeric():
-            values = frame.get_column(name).drop_nulls()
-            if values.len() and (values.cast(pl.Float64) % 1 == 0).all():
-                return name
-    return None
-
-
 def read(source: Source) -> list[Run]:
+    """One CSV run; a Lightning or Ultralytics CSV that cannot be read (header only, damaged) gives
+    way to the TensorBoard event files its folder holds, which carry the same scalars."""
     path = source.files[0]
     if header(path) == _TB_DOWNLOAD_HEADER:
         return _read_tb_downloads(source)
-    frame = read_table(path)
-    kind = layout(path.name, frame.columns, {f.name for f in source.files}) or "csv"
+    twins = [f for f in source.files if f.name.startswith(_EVENTS_PREFIX)]
+    try:
+        run = _read_csv_run(source, path)
+    except ReadError as exc:
+        if not twins:
+            raise
+        return _read_twins(source, twins, exc)
+    if twins:
+        run.notes.append(f"{len(twins)} TensorBoard event file(s) here repeat these scalars; read {path.name} instead")
+    return [run]
+
+
+def _read_twins(source: Source, twins: list[Path], why: ReadError) -> list[Run]:
+    """The TensorBoard copy of an unusable CSV, read by the TensorBoard reader (with the folder's hparams.yaml)."""
+    configs = [f for f in source.files if f.name.endswith(".yaml")]
+    runs = tensorboard.read(Source("tensorboard", source.path, twins + configs))
+    for run in runs:
+        run.notes.append(f"read the TensorBoard event files instead of the CSV: {why}")
+    return runs
+
+
+def _read_csv_run(source: Source, path: Path) -> Run:
+    """A wide or long CSV (its layout from the header) as one run."""
+    table = load_table(path)
+    frame = table.frame
+    kind = layout(_plain_name(path.name), frame.columns, {f.name for f in source.files}) or "csv"
     if path.name.lower().endswith(_KERAS_SUFFIXES):
         kind = "keras_csv"
-    warnings: list[str] = []
+    warnings, notes = table.warnings, table.notes
     config = {}
-    notes = []
     for side in source.files[1:]:
         if side.name.endswith(".yaml"):
             config.update(load_config_file(side, warnings))
-    twins = [f.name for f in source.files if f.name.startswith(_EVENTS_PREFIX)]
-    if twins:
-        notes.append(f"{len(twins)} TensorBoard event file(s) here repeat these scalars; read {path.name} instead")
     if kind == "csv" and {"metric", "step", "value"} <= set(frame.columns):
         wall = next((c for c in ("wall_time", "timestamp") if c in frame.columns), None)
         long = frame.select(
@@ -261,18 +382,14 @@ def read(source: Source) -> list[Run]:
         ).drop_nulls(["metric", "step", "value"])
         if long.is_empty():
             raise ReadError(f"{path}: long-format CSV without a numeric step and value in any row")
-        return [Run(name="", path=str(source.path), format="csv", scalars=tidy(long), config=config, warnings=warnings, notes=notes)]
-    step_col = "step" if kind == "lightning" else _step_column(frame)
-    if kind in ("ultralytics", "keras_csv") and "epoch" in frame.columns:
-        step_col = "epoch"
+        return Run(name="", path=str(source.path), format="csv", scalars=tidy(long), config=config, warnings=warnings, notes=notes)
+    steps = plan(frame)
     wall = _WALL_COLUMNS.get(kind) if _WALL_COLUMNS.get(kind) in frame.columns else None
-    exclude = ({step_col} if step_col is not None and kind != "lightning" else {"step"}) | {wall}
-    metrics = numeric_columns(frame, exclude)
+    metrics = numeric_columns(steps.frame, steps.exclude | {wall})
     if not metrics:
         raise ReadError(f"{path}: CSV has no numeric metric columns")
-    scalars = wide_to_tidy(frame, step_col, metrics, wall)
+    scalars = wide_to_tidy(steps.frame, steps.column, metrics, wall)
     if scalars.is_empty():
         raise ReadError(f"{path}: no row has both a numeric step and a metric value")
-    if step_col is None:
-        notes.append("no step column: row number used as the step")
-    return [Run(name="", path=str(source.path), format=kind, scalars=scalars, config=config, warnings=warnings, notes=notes)]
+    notes.extend(steps.notes)
+    return Run(name="", path=str(source.path), format=kind, scalars=scalars, config=config, warnings=warnings, notes=notes)
