@@ -3,7 +3,10 @@
 * UI "Export CSV" of a chart: an x-axis column (`Step`) and one column per
   run and metric, `<run> - <metric>`, with `__MIN` / `__MAX` companions (the
   band of the sampled bucket, not a separate series: skipped). Several runs in
-  one file become several runs; shorter runs leave blanks.
+  one file become several runs; shorter runs leave blanks. The UI exports one
+  chart (about one metric) per file, so the exports of one folder that share
+  an x axis are one source: a run's columns are joined by its name across them
+  (as TensorBoard "Download CSV" files of one run are, in `csv_table`).
 * API history dumps (`run.history()` / `scan_history()` saved as CSV or JSONL):
   `_step`, `_runtime`, `_timestamp` and sparse metric columns.
 * Runs-table export: one row per run, final values only (`Name`, `State`,
@@ -48,21 +51,31 @@ def _jsonl_is_history(path: Path) -> bool:
 
 def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
     got = Claim()
+    charts: dict[str, list[Path]] = {}
     for name in filenames:
         path = folder / name
         lower = name.lower()
         if lower.endswith(".csv"):
             columns = header(path)
-            if not columns or kind_of(columns) is None:
+            kind = kind_of(columns) if columns else None
+            if kind is None:
+                continue
+            if kind == "ui":
+                got.files.add(name)
+                charts.setdefault(columns[0], []).append(path)
                 continue
         elif not (lower.endswith(".jsonl") and _jsonl_is_history(path)):
             continue
         got.files.add(name)
         got.sources.append(Source("wandb_csv", path, [path]))
+    for paths in charts.values():
+        got.sources.append(Source("wandb_csv", folder if len(paths) > 1 else paths[0], paths))
     return got if got.sources else None
 
 
 def read(source: Source) -> list[Run]:
+    if len(source.files) > 1:
+        return _join_ui_exports(source)
     path = source.path
     if path.name.lower().endswith(".jsonl"):
         scalars, bad = read_history(path)
@@ -108,3 +121,39 @@ def _read_ui_export(path: Path, frame: pl.DataFrame) -> list[Run]:
     if not runs:
         raise ReadError(f"{path}: W&B chart export with no numeric run columns")
     return runs
+
+
+def _join_ui_exports(source: Source) -> list[Run]:
+    """Chart exports of one folder: each run's metrics from every file, joined by run name.
+
+    A damaged export costs only its own columns (a warning on every run); the exported
+    runs differ per chart, so a run absent from one file simply lacks that metric.
+    """
+    parts: dict[str, list[pl.DataFrame]] = {}
+    origins: dict[str, list[str]] = {}
+    axis_notes: list[str] = []  # the claim grouped files by x axis: the same note for every file
+    warnings: list[str] = []
+    for path in sorted(source.files):
+        try:
+            runs = _read_ui_export(path, read_table(path))
+        except ReadError as exc:
+            warnings.append(str(exc))
+            continue
+        for run in runs:
+            parts.setdefault(run.name, []).append(run.scalars)
+            origins.setdefault(run.name, []).append(f"{path.name} ({', '.join(run.metrics)})")
+            axis_notes = run.notes
+    if not parts:
+        more = f" (and {len(warnings) - 1} more unreadable export(s))" if len(warnings) > 1 else ""
+        raise ReadError(warnings[0] + more)
+    return [
+        Run(
+            name=name,
+            path=str(source.path),
+            format="wandb_csv",
+            scalars=pl.concat(frames).unique(maintain_order=True),
+            warnings=list(warnings),
+            notes=[*axis_notes, f"joined from {len(frames)} chart export(s): {'; '.join(origins[name])}"],
+        )
+        for name, frames in parts.items()
+    ]
