@@ -67,10 +67,18 @@ def _load(path: Path) -> dict[str, Any]:
     return state
 
 
+def _step(value: Any) -> int | None:
+    """A step as an int: states rewritten by other tools (or pandas) carry `10.0` for 10; None for
+    anything that is no whole number a step column can hold."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value) if float(value).is_integer() and abs(value) < 2**63 else None
+
+
 def _progress(state: dict[str, Any]) -> tuple[int, int]:
     """How far a state got: its global step, then its number of log entries."""
-    step = state.get("global_step")
-    return (step if isinstance(step, int) else -1, len(state["log_history"]))
+    step = _step(state.get("global_step"))
+    return (-1 if step is None else step, len(state["log_history"]))
 
 
 def read(source: Source) -> list[Run]:
@@ -111,7 +119,8 @@ def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float]]:
     value: list[float] = []
     summary: dict[str, float] = {}
     for entry in log_history:
-        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
+        at = _step(entry.get("step")) if isinstance(entry, dict) else None
+        if at is None:
             continue
         numbers = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         if _is_summary(entry):
@@ -121,7 +130,7 @@ def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float]]:
             if key in _NOT_METRICS:
                 continue
             metric.append(key)
-            step.append(entry["step"])
+            step.append(at)
             value.append(v)
     frame = pl.DataFrame({"metric": metric, "step": step, "value": value}, schema={"metric": pl.Utf8, "step": pl.Int64, "value": pl.Float64})
     return tidy(frame), summary
