@@ -51,3 +51,47 @@ def test_a_damaged_export_beside_good_ones_costs_only_its_metric(tmp_path):
     runs, errors = load_runs(tmp_path)
     assert errors == [] and [r.name for r in runs] == ["run-a"]
     assert runs[0].metrics == ["train/loss", "lr"] and any("val.csv" in w for w in runs[0].warnings)
+
+
+def _resumed_offline_run(tmp_path: Path, segments: list[tuple[list[int] | None, int]]) -> None:
+    """wandb offline, `resume="allow"` with one id: each segment logs a falling loss, at the given
+    steps or (None) at W&B's own `_step` counter, then finishes with the given exit code."""
+    wandb = pytest.importorskip("wandb")
+    import time
+
+    value = 2.0
+    for i, (steps, exit_code) in enumerate(segments):
+        if i:
+            time.sleep(1.05)  # W&B names run folders to the second
+        run = wandb.init(dir=str(tmp_path), mode="offline", project="p", id="resumeme", resume="allow",
+                         settings=wandb.Settings(silent=True, x_disable_stats=True))
+        for step in steps if steps is not None else range(50):
+            value -= 0.01
+            run.log({"loss": value}, **({} if steps is None else {"step": step}))
+        run.finish(exit_code=exit_code)
+        wandb.teardown()
+
+
+def only_run(path: Path):
+    runs, errors = load_runs(path)
+    assert errors == [] and len(runs) == 1, (errors, [r.name for r in runs])
+    return runs[0]
+
+
+def test_an_offline_resume_that_restarts_the_step_counter_follows_the_first_segment(tmp_path):
+    _resumed_offline_run(tmp_path, [(None, 1), (None, 0)])
+    run = only_run(tmp_path)
+    loss = RunView(run).metric("loss")
+    assert list(loss.steps) == list(range(100)) and loss.duplicates == 0
+    assert loss.values == pytest.approx([2.0 - 0.01 * (i + 1) for i in range(100)])
+    assert any("restarts the step counter at 0; its steps are shifted by 50" in n for n in run.notes)
+    assert not any("exited with code" in n for n in run.notes)  # the last segment ended cleanly
+
+
+def test_a_resume_from_a_checkpoint_relogs_its_steps_and_reports_the_last_exit_code(tmp_path):
+    _resumed_offline_run(tmp_path, [(list(range(50)), 0), (list(range(40, 90)), 3)])
+    run = only_run(tmp_path)
+    loss = RunView(run).metric("loss")
+    assert list(loss.steps) == list(range(90)) and loss.duplicates == 10
+    assert loss.values[40] == pytest.approx(2.0 - 0.01 * 51)  # the resumed segment's value wins
+    assert not any("shifted" in n for n in run.notes) and "run exited with code 3" in run.notes

@@ -17,7 +17,12 @@ show up twice).
 
 A resumed run gets a new folder with the same run id each time it restarts
 (`run-20240101_120000-abc`, `run-20240102_080000-abc`): those folders are
-joined into one run, in time order, as TensorBoard joins a restarted run.
+joined into one run, in time order, as TensorBoard joins a restarted run: a
+segment that re-logs steps replaces them (the last value wins). An offline
+resume restarts W&B's `_step` counter at 0; a segment that starts at step 0
+after one that got beyond it is a restarted counter, not a re-log, and is
+shifted to follow its predecessor (with a note). The run's exit code is the
+last segment's.
 """
 from __future__ import annotations
 
@@ -93,6 +98,8 @@ class _Segment:
     config: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: How the segment ended (exit code or a missing exit record); only the last segment's is the run's.
+    exit_notes: list[str] = field(default_factory=list)
 
 
 def _read_records(folder: Path, history: Path | None, seg: _Segment) -> bool:
@@ -123,9 +130,9 @@ def _read_records(folder: Path, history: Path | None, seg: _Segment) -> bool:
         label = f"W&B run '{log.name}'" if log.name else "W&B run"
         seg.notes.append(label + (f" (id {log.run_id})" if log.run_id else ""))
         if log.exit_code is None:
-            seg.notes.append(f"{path.name}: no exit record (run killed, crashed or still running)")
+            seg.exit_notes.append(f"{path.name}: no exit record (run killed, crashed or still running)")
         elif log.exit_code != 0:
-            seg.notes.append(f"run exited with code {log.exit_code}")
+            seg.exit_notes.append(f"run exited with code {log.exit_code}")
     return used
 
 
@@ -159,7 +166,6 @@ def read(source: Source) -> list[Run]:
             failed.append(str(exc))
     if not segments:
         raise ReadError(failed[0])
-    frames = [frame for seg in segments for frame in seg.frames]
     config: dict = {}
     for seg in segments:
         config.update(seg.config)  # a resumed run may have updated its config: latest wins
@@ -167,7 +173,37 @@ def read(source: Source) -> list[Run]:
     notes = list(dict.fromkeys(n for seg in segments for n in seg.notes))
     if len(folders) > 1:
         notes.insert(0, f"resumed run: joined {len(folders)} folders ({', '.join(f.name for f in folders)})")
+    frames = _follow_restarted_counters(segments, folders, notes)
+    notes.extend(segments[-1].exit_notes)
     scalars = pl.concat(frames) if frames else empty_scalars()
     if scalars.is_empty():
         warnings.append(f"{source.path}: W&B run has no numeric history (nothing logged with wandb.log?)")
     return [Run(name="", path=str(source.path), format="wandb", scalars=scalars, config=config, warnings=warnings, notes=notes)]
+
+
+def _follow_restarted_counters(segments: list[_Segment], folders: list[Path], notes: list[str]) -> list[pl.DataFrame]:
+    """The segments' frames, a segment whose steps restart at 0 shifted past its predecessors.
+
+    Only a start at exactly 0 after a predecessor that got beyond 0 counts: that is W&B's
+    `_step` counter starting over (an offline `resume="allow"`). A segment starting anywhere
+    else re-logs from a checkpoint and keeps its steps, so its values replace the old ones.
+    """
+    out: list[pl.DataFrame] = []
+    end: int | None = None
+    for seg, folder in zip(segments, folders):
+        if not seg.frames:
+            continue
+        frame = pl.concat(seg.frames)
+        if frame.is_empty():
+            continue
+        first, last = frame.get_column("step").min(), frame.get_column("step").max()
+        if end is not None and end > 0 and first == 0:
+            frame = frame.with_columns(pl.col("step") + (end + 1))
+            notes.append(
+                f"resumed run: {folder.name} restarts the step counter at 0; its steps are shifted by "
+                f"{end + 1:,} to follow the previous segment"
+            )
+            last += end + 1
+        end = last if end is None else max(end, last)
+        out.append(frame)
+    return out
