@@ -6,7 +6,9 @@ Layouts, most specific first (the header decides, file names only confirm):
   ``epoch`` columns; train and validation metrics on different rows, blanks
   elsewhere) with ``hparams.yaml`` beside it. The run is the version folder.
   A TensorBoardLogger sharing the folder writes the same scalars again: those
-  event files are claimed here and not read twice (see ingest.FORMATS).
+  event files are claimed here and not read twice (see ingest.FORMATS),
+  unless the CSV is unusable (header only when training was killed before
+  its first flush, damaged): then the event files are read instead.
 * ``ultralytics``: YOLO ``results.csv`` (header padded with spaces, ``epoch``
   plus ``train/...``, ``val/...``, ``metrics/...``, ``lr/pg0``...; newer
   versions add a ``time`` column, kept as wall time) with ``args.yaml``
@@ -26,8 +28,15 @@ Which CSVs are claimed: a folder walk meets users' data files too, so a CSV is
 only taken as a log when its header has a step-like column or a column whose
 name has a metric role (loss, lr, accuracy...); other CSVs are left alone
 quietly. Files that cannot be CSV at all (0 bytes, binary) are claimed so the
-user gets one line naming them. Reading uses polars' native reader; padded or
-text-typed numbers (``nan``, `` 1.5``) are coerced column-wise, never per row.
+user gets one line naming them. Which column is the step: see csv_steps.
+
+Reading uses polars' native reader with the dialect sniffed from the first
+lines: `,` `;` or tab (with `;` or tab, `0,5` is a decimal comma, as Excel and
+pandas write it in much of Europe), leading `# ...` banner lines, gzip
+(`metrics.csv.gz`). Padded or text-typed numbers (``nan``, `` 1.5``) are
+coerced column-wise, never per row; a cell that is no number in a numeric
+column (``diverged``) becomes a blank with a warning rather than costing the
+column, and header rows repeated by appending (`to_csv(mode='a')`) are dropped.
 """
 from __future__ import annotations
 
