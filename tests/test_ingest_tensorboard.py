@@ -83,6 +83,25 @@ def test_sibling_runs_are_not_joined(tmp_path):
     assert all(r.metrics == ["loss"] for r in runs)
 
 
+def test_runs_nested_in_a_run_folder_stay_separate_while_its_own_parts_join(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(tmp_path / "exp")) as writer:
+        for step in range(20):
+            writer.add_scalar("loss", 1.0 / (step + 1), step)
+            writer.add_scalars("Loss/split", {"train": 1.0 / (step + 1), "test": 1.2 / (step + 1)}, step)
+        writer.add_hparams({"lr": 0.1}, {"hparam/loss": 0.05}, run_name="session")
+    write_scalars(tmp_path / "exp" / "seed0", tags=("loss",), steps=range(30))
+    write_scalars(tmp_path / "exp" / "validation", tags=("loss",), steps=range(20))
+    runs, errors = load_runs(tmp_path)
+    assert errors == [] and sorted(r.name for r in runs) == ["exp", "exp/seed0"]
+    exp = next(r for r in runs if r.name == "exp")
+    assert set(exp.metrics) == {
+        "loss", "Loss_split_train/Loss/split", "Loss_split_test/Loss/split", "session/hparam/loss", "validation/loss",
+    }
+    assert exp.config["lr"] == 0.1
+
+
 def test_add_hparams_goes_to_config_and_its_subfolder_joins(tmp_path):
     hp = write_hparams(tmp_path / "run")
     run = only_run(tmp_path)

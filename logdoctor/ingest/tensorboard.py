@@ -9,6 +9,10 @@
   torch's `add_scalars` / `add_hparams` write event-only subfolders next to the
   main file. Those subfolders join their parent as ONE run, each metric
   prefixed by its subfolder (`train/epoch_loss`, `validation/epoch_loss`).
+  Beside a main file, only subfolders that show they are such parts join:
+  a split name, an `add_hparams` session (a `time.time()` name or hparams
+  tags) or an `add_scalars` child (`<main tag>_<key>` holding `<main tag>`);
+  any other subfolder (`seed0/`) is a run of its own, as in TensorBoard.
 * hparams (the hparams plugin: torch/tensorboardX `add_hparams`, Keras
   `hp.hparams`, Lightning) and a Lightning `hparams.yaml` beside the events go
   into `run.config`.
@@ -28,13 +32,17 @@ from ..model import Run, empty_scalars
 from . import Claim, ReadError, Source
 from .hparams import load_config_file
 from .stepless import number_stepless
-from .tfevents import read_event_file
+from .tfevents import leading_tags, read_event_file
 
 #: Subfolder names that mark a Keras / estimator style split of one run.
 SPLIT_NAMES = {"train", "training", "validation", "valid", "val", "eval", "evaluation", "test"}
 #: Subfolders an event-only folder may still hold (Keras profiler traces).
 _IGNORED_SUBDIRS = {"plugins"}
 _CONFIG_FILES = ("hparams.yaml",)
+#: Tags `add_hparams` writes into its session subfolder.
+_HPARAMS_TAGS = {"_hparams_/experiment", "_hparams_/session_start_info"}
+#: `add_hparams`'s default session folder name: `str(time.time())`.
+_TIMESTAMP = re.compile(r"\d{9,}(?:\.\d+)?")
 _NUMBERS = re.compile(r"(\d+)")
 
 
@@ -64,10 +72,26 @@ def _event_only(folder: Path) -> list[str] | None:
     return sorted(events) or None
 
 
+def _part_of_parent(folder: Path, sub: str, events: list[str]) -> bool:
+    """Whether event-only subfolder `sub` is part of the run whose own event files are in
+    `folder` (a split, an add_hparams session, an add_scalars child) rather than a run nested
+    inside it; only the first records of its first file are read to tell."""
+    if sub.lower() in SPLIT_NAMES or _TIMESTAMP.fullmatch(sub):
+        return True
+    try:
+        tags = leading_tags(folder / sub / events[0])
+    except OSError:
+        return False
+    return bool(tags & _HPARAMS_TAGS) or any(sub.startswith(tag.replace("/", "_") + "_") for tag in tags)
+
+
 def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
     own = [f for f in filenames if is_event_file(f)]
     subs = {d: names for d in dirnames if (names := _event_only(folder / d))}
-    joined = set(subs) if subs and (own or SPLIT_NAMES & {d.lower() for d in subs}) else set()
+    if own:
+        joined = {d for d, names in subs.items() if _part_of_parent(folder, d, names)}
+    else:  # a Keras-style run folder holds only its splits (and whatever else sits beside them)
+        joined = set(subs) if SPLIT_NAMES & {d.lower() for d in subs} else set()
     if not own and not joined:
         return None
     files = [folder / f for f in own] + [folder / d / f for d in sorted(joined) for f in subs[d]]

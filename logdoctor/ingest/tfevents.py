@@ -132,6 +132,20 @@ def _proto():
     return event_pb2.Event, plugin_data_pb2.HParamsPluginData
 
 
+def leading_tags(path: Path, limit: int = 1 << 16) -> set[str]:
+    """Summary tags of the records in the first `limit` bytes of an event file: enough to tell
+    what wrote a folder (add_scalars, add_hparams) without reading the whole file."""
+    event_cls, _ = _proto()
+    tags: set[str] = set()
+    for data in tfrecord.iter_records(path, tfrecord.Damage(), limit=limit):
+        try:
+            event = event_cls.FromString(data)
+        except Exception:  # noqa: BLE001 - protobuf raises DecodeError (and others) on garbage
+            continue
+        tags.update(value.tag for value in event.summary.value)
+    return tags
+
+
 def _tensor_scalar(tensor) -> float | None:
     """The single float a scalar-shaped float tensor holds, else None."""
     dtype = tensor.dtype

@@ -231,9 +231,11 @@ class Damage:
 # --------------------------------------------------------------------------- reference path
 
 
-def iter_records(path: Path, damage: Damage) -> Iterator[bytes]:
-    """Yield each intact record's data, one at a time (the reference reader)."""
-    data = Path(path).read_bytes()
+def iter_records(path: Path, damage: Damage, limit: int | None = None) -> Iterator[bytes]:
+    """Yield each intact record's data, one at a time (the reference reader); with `limit`, only
+    the records within the file's first `limit` bytes (a peek at what a file holds)."""
+    with open(path, "rb") as fh:
+        data = fh.read(-1 if limit is None else limit)
     damage.size = n = len(data)
     pos = 0
     while pos < n:
