@@ -12,9 +12,11 @@ Conventions the rules rely on:
 * accuracy-like metrics (accuracy, F1, mAP, BLEU...) and rewards are
   higher-is-better (`higher_is_better`); losses, LR, norms are not;
 * metrics that are only ever computed on held-out data (mAP, precision,
-  recall, F1, BLEU, WER-free scores...) count as validation when the name
-  names no split (YOLO's `metrics/mAP50(B)`), while a bare `accuracy` is the
-  training accuracy (Keras);
+  recall, F1, BLEU, top-k accuracy...) count as validation when the name
+  names no split (YOLO's `metrics/mAP50(B)`, `metrics/accuracy_top1`), while
+  a bare `accuracy` is the training accuracy (Keras);
+* `add_hparams` summary metrics (`hparam/...`) are one number per session,
+  never a role;
 * every LR series is kept (one per param group: `lr/pg0`, `lr-AdamW/pg1`);
   the primary is the first group; momentum / betas / weight decay logged
   next to the LR are not LRs;
@@ -46,7 +48,12 @@ ROLES = (
     "epoch",
 )
 
-_VAL = {"val", "valid", "validation", "eval", "evaluation", "dev", "holdout", "vl", "validate"}
+_VAL = {"val", "valid", "validation", "eval", "evaluation", "dev", "holdout", "heldout", "vl", "validate"}
+#: Split words written as two tokens (`hold_out_loss`).
+_VAL_PAIRS = {("hold", "out"), ("held", "out")}
+#: `add_hparams` summary metrics (`hparam/loss`, `<time>/hparam/accuracy`): one final value per
+#: session, not a curve; they must never stand in for the run's loss or accuracy.
+_HPARAM = {"hparam", "hparams"}
 _TEST = {"test", "testing"}
 _TRAIN = {"train", "training", "tr", "trn"}
 #: Accuracy-like quantities, best summary first (the primary is taken from the lowest tier).
@@ -59,7 +66,7 @@ _ACC_TIERS = (
 )
 _ACC = set().union(*_ACC_TIERS)
 #: Scores nobody computes on the training batches: validation when the name says no split.
-_EVAL_ONLY = _ACC - _ACC_TIERS[0]
+_EVAL_ONLY = (_ACC - _ACC_TIERS[0]) | {"top1"}
 _REWARD = {"reward", "rewards", "return", "returns", "rew", "episodereward", "episodereturn"}
 #: Optimizer settings logged beside the LR (`lr-AdamW-momentum`, `beta1`): not learning rates.
 _NOT_LR = {"momentum", "beta", "beta1", "beta2", "betas", "wd", "decay", "weight", "eps"}
@@ -111,6 +118,8 @@ def _split(toks: list[str]) -> str | None:
     for t in toks:
         if t in _VAL or t.startswith("val") and t not in ("value", "values"):
             return "val"
+    if _VAL_PAIRS & set(zip(toks, toks[1:])):
+        return "val"
     if any(t in _TEST for t in toks):
         return "test"
     if any(t in _TRAIN for t in toks):
@@ -144,10 +153,22 @@ def _is_scale(toks: list[str]) -> bool:
     )
 
 
+def _is_lossy(toks: list[str]) -> bool:
+    """A loss by name: a `loss` word, cross-entropy (`cross_entropy`, composer's
+    `LanguageCrossEntropy`, Keras' `categorical_crossentropy`), or a plural `losses` with nothing
+    but split words beside it (`losses/train`). cleanrl files `entropy` and `approx_kl` under
+    `losses/`: with another word, a plural `losses` is a namespace unless last."""
+    if any("loss" in t and t != "losses" for t in toks) or toks[-1] == "losses":
+        return True
+    if any(t.endswith("crossentropy") for t in toks) or ("cross", "entropy") in set(zip(toks, toks[1:])):
+        return True
+    return "losses" in toks and all(t in _VAL | _TEST | _TRAIN | _EXTRA_LOSS_PARTS or t == "losses" for t in toks)
+
+
 def classify(name: str) -> str | None:
     """The role a single metric name suggests by itself, or None."""
     toks = tokens(name)
-    if not toks or (_SPREAD | _DERIVED) & set(toks):
+    if not toks or (_SPREAD | _DERIVED | _HPARAM) & set(toks):
         return None
     if _is_scale(toks):
         return "loss_scale"
@@ -158,9 +179,7 @@ def classify(name: str) -> str | None:
     split = _split(toks)
     # the objective under other names (`objective`, `train_cost`, `val_mse`); a Keras-style `mse`
     # metric next to `loss` stays second: `_preference` ranks the plain loss first
-    # cleanrl files `entropy` and `approx_kl` under `losses/`: a plural `losses` is a namespace unless last
-    lossy = any("loss" in t and t != "losses" for t in toks) or toks[-1] == "losses"
-    if (lossy or toks[-1] in ("nll", "ce", "xent", "objective", "cost", "mse", "rmse", "mae")) and toks[-1] not in _SETTING:
+    if (_is_lossy(toks) or toks[-1] in ("nll", "ce", "xent", "objective", "cost", "mse", "rmse", "mae")) and toks[-1] not in _SETTING:
         if split == "val":
             return "val_loss"
         if split == "test":

@@ -38,7 +38,7 @@ from logdoctor.roles import (
         ("accuracy", "train_acc"), ("train_acc_step", "train_acc"), ("val_accuracy", "val_acc"),
         ("eval_mean_token_accuracy", "val_acc"), ("val_sparse_categorical_accuracy", "val_acc"),
         ("metrics/mAP50(B)", "val_acc"), ("metrics/precision(B)", "val_acc"), ("f1", "val_acc"),
-        ("test_accuracy", "val_acc"), ("top1", "train_acc"),
+        ("test_accuracy", "val_acc"), ("top1", "val_acc"),  # top-k accuracy is an evaluation score
         # reward-like
         ("episodic_reward", "reward"), ("Eval_AverageReturn", "reward"), ("rollout/ep_rew_mean", "reward"),
         ("episode_return", "reward"), ("Eval_StdReturn", None), ("loss_std", None), ("Eval_AverageEpLen", None),
@@ -87,7 +87,7 @@ REAL_WORLD_NAMES = {
     ],
     "image classification (timm, torchvision, mmpretrain)": [
         ("eval_top1", "val_acc"), ("eval_top5", "val_acc"), ("train_acc1", "train_acc"), ("test_acc1", "val_acc"),
-        ("val_acc1", "val_acc"), ("acc@1", "train_acc"), ("val_top1", "val_acc"), ("accuracy/top1", "train_acc"),
+        ("val_acc1", "val_acc"), ("acc@1", "val_acc"), ("val_top1", "val_acc"), ("accuracy/top1", "val_acc"),
     ],
     "detection and segmentation (detectron2, mmdet, YOLO, TF OD API, mmseg)": [
         ("total_loss", "train_loss"), ("loss_box_reg", "train_loss"), ("loss_cls", "train_loss"), ("loss_bbox", "train_loss"),
@@ -211,3 +211,30 @@ def test_the_first_override_pattern_listed_gives_the_primary():
     metrics = ["losses/val", "metrics/eval/LanguageCrossEntropy"]
     roles = assign_roles(metrics, overrides={"val_loss": ["/LanguageCrossEntropy$/", "losses/val"]})
     assert roles["val_loss"] == ["metrics/eval/LanguageCrossEntropy", "losses/val"]
+
+
+@pytest.mark.parametrize(
+    "name, role",
+    [
+        # YOLO classification logs both top-k accuracies on the validation set
+        ("metrics/accuracy_top1", "val_acc"), ("metrics/accuracy_top5", "val_acc"),
+        # add_hparams summaries are one number per session: never a role
+        ("hparam/loss", None), ("hparam/accuracy", None), ("1700000000.123/hparam/accuracy", None),
+        # cross-entropy is a loss, under any spelling
+        ("cross_entropy", "train_loss"), ("metrics/eval/LanguageCrossEntropy", "val_loss"),
+        ("sparse_categorical_crossentropy", "train_loss"), ("entropy", None),
+        # held-out data is validation data
+        ("heldout_loss", "val_loss"), ("hold_out_loss", "val_loss"),
+        # a plural `losses` with only a split beside it is the loss; with another word, a namespace
+        ("losses/train", "train_loss"), ("losses/val", "val_loss"), ("losses/entropy", None),
+    ],
+)
+def test_review_names(name, role):
+    assert classify(name) == role
+
+
+def test_add_hparams_metrics_never_become_the_primary():
+    names = ["Loss/train", "Accuracy/test", "1700000000.1/hparam/loss", "1700000000.1/hparam/accuracy"]
+    assert primary(assign_roles(names, counts={"Loss/train": 20, "Accuracy/test": 20})) == {
+        "train_loss": "Loss/train", "val_acc": "Accuracy/test",
+    }
