@@ -49,6 +49,11 @@ _LOSS_HELP = "Loss: cross_entropy, nll, mse, l1, smooth_l1, bce, or module:fn (d
 _TRUST_HELP = "Allow full unpickling of the checkpoint (runs code in it): only for files you trust."
 
 
+def flag(*names: str, help: str):  # noqa: A002 - typer's own keyword
+    """An on/off option, shown in --help without a `<bool>` value it does not take."""
+    return typer.Option(False, *names, help=help, metavar="")
+
+
 def _console(stderr: bool = False):
     from rich.console import Console
 
@@ -112,15 +117,15 @@ def analyze(
     ignore: Optional[str] = typer.Option(None, help="Skip these rule codes (comma-separated)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
     fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a run is at or above this status."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only problems: skip healthy runs and progress."),
-    no_plots: bool = typer.Option(False, "--no-plots", help="Markdown/HTML without plots."),
+    quiet: bool = flag("--quiet", "-q", help="Only problems: skip healthy runs and progress."),
+    no_plots: bool = flag("--no-plots", help="Markdown/HTML without plots."),
     replay_ckpt: Optional[Path] = typer.Option(None, "--replay", help="Also probe this checkpoint and merge the results into its run's diagnosis."),
     model: Optional[str] = typer.Option(None, "--model", help=_MODEL_HELP),
     batch: Optional[Path] = typer.Option(None, "--batch", help=_BATCH_HELP),
     data: Optional[str] = typer.Option(None, "--data", help=_DATA_HELP),
     loss: Optional[str] = typer.Option(None, "--loss", help=_LOSS_HELP),
     device: Device = typer.Option(Device.auto, "--device", help="Where dynamic probes run."),
-    trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help=_TRUST_HELP),
+    trust_checkpoint: bool = flag("--trust-checkpoint", help=_TRUST_HELP),
 ) -> None:
     """Diagnose every training run under PATH."""
     from .diagnose import analyze as run_analysis
@@ -139,6 +144,9 @@ def analyze(
     err = _console(stderr=True)
     for line in diagnosis.errors:
         err.print(f"[yellow]skipped:[/] {escape(line)}", highlight=False, markup=True, soft_wrap=True)
+    if not diagnosis.runs:  # nothing to diagnose is an input error, not a clean bill of health
+        found = "no usable training log" if diagnosis.errors else "no training log found"
+        raise fail(f"{path}: {found}")
     if replay_ckpt is not None:
         from .replay import ReplayError
         from .replay.command import merge_into
@@ -162,12 +170,12 @@ def replay(
     data: Optional[str] = typer.Option(None, "--data", help=_DATA_HELP),
     loss: Optional[str] = typer.Option(None, "--loss", help=_LOSS_HELP),
     device: Device = typer.Option(Device.auto, "--device", help="Where dynamic probes run."),
-    trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help=_TRUST_HELP),
+    trust_checkpoint: bool = flag("--trust-checkpoint", help=_TRUST_HELP),
     fmt: OutputFormat = typer.Option(OutputFormat.terminal, "--format", "-f", help="Report format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here (default: stdout)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml (probe thresholds)."),
     fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a finding is at or above this level."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No probe summary on stderr."),
+    quiet: bool = flag("--quiet", "-q", help="No probe summary on stderr."),
 ) -> None:
     """Probe a PyTorch checkpoint: static checks alone, dynamic ones with --model and --batch/--data."""
     from rich.markup import escape
@@ -212,6 +220,9 @@ def _emit(
     is a list of `(title, markdown)` shown by the terminal, Markdown and HTML
     reports after their header (the audit summary).
     """
+    if output is not None and not output.parent.is_dir():
+        # every format fails the same way, before any plot is drawn or folder created
+        raise fail(f"{output}: cannot write report (no folder {output.parent})")
     if fmt == OutputFormat.json:
         from .report.json_report import render_json
 
@@ -267,14 +278,14 @@ def audit(
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes (default: one per core)."),
     scheduler: Optional[str] = typer.Option(None, help="Run on a Dask cluster: its scheduler, tcp://host:port."),
     cache_dir: Optional[Path] = typer.Option(None, help="Cache folder (default: .logdoctor-cache/ in PATH)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Re-read every run; neither use nor write the cache."),
+    no_cache: bool = flag("--no-cache", help="Re-read every run; neither use nor write the cache."),
     rank_by: RankBy = typer.Option(RankBy.final, help="Best run by final or best validation loss."),
-    details: bool = typer.Option(False, "--details", help="Terminal: also print every run's findings."),
+    details: bool = flag("--details", help="Terminal: also print every run's findings."),
     select: Optional[str] = typer.Option(None, help="Only these rule codes (comma-separated)."),
     ignore: Optional[str] = typer.Option(None, help="Skip these rule codes (comma-separated)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
     fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a run is at or above this status."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only problems: skip healthy runs and progress."),
+    quiet: bool = flag("--quiet", "-q", help="Only problems: skip healthy runs and progress."),
 ) -> None:
     """Triage a sweep: diagnose every run in parallel, summarise, link failures to hyperparameters.
 

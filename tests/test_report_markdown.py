@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from _report_fixtures import EVIL, evil, flat, mixed
@@ -95,3 +96,35 @@ def test_unwritable_plots_folder_is_one_line_exit_2(tmp_path):
 
 def test_empty_diagnosis(tmp_path: Path):
     assert "No training runs found under `nothing/`." in render_markdown(Diagnosis("nothing/", []), plots_dir=tmp_path / "p")
+
+
+def test_sections_come_worst_first_like_the_summary_table():
+    text = render_markdown(mixed())
+    headings = [line.split(" · ", 1)[1] for line in text.splitlines() if line.startswith("### ")]
+    rows = [re.search(r"\[(.+?)\]\(#run-", line).group(1) for line in text.splitlines() if "](#run-" in line]
+    assert headings == [r.replace("\\", "") for r in rows]
+
+
+def test_a_rerun_replaces_its_own_plots_and_leaves_other_files_alone(tmp_path):
+    plots = tmp_path / "report_plots"
+    plots.mkdir()
+    (plots / "0009-a-run-that-is-gone.png").write_bytes(PNG_MAGIC)
+    (plots / "notes.png").write_bytes(PNG_MAGIC)
+    text = render_markdown(Diagnosis("runs/", [flat()]), plots_dir=plots)
+    assert sorted(p.name for p in plots.iterdir()) == sorted([IMAGE.findall(text)[0].split("/")[-1], "notes.png"])
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json", "terminal"])
+def test_a_missing_output_folder_is_one_line_exit_2_in_every_format(tmp_path, fmt):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.csv").write_text("step,train_loss\n" + "".join(f"{s},{2.0 / (s + 1)}\n" for s in range(50)))
+    result = CliRunner().invoke(app, ["analyze", str(run), "-f", fmt, "-o", str(tmp_path / "no" / "such" / "r.out")])
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "no").exists()
+
+
+def test_on_off_options_show_no_value_in_help():
+    result = CliRunner().invoke(app, ["analyze", "--help"], env={"COLUMNS": "120"})
+    ours = [line for line in result.stdout.splitlines() if any(f in line for f in ("--quiet", "--no-plots", "--trust-checkpoint"))]
+    assert len(ours) == 3 and not any("<bool>" in line for line in ours)

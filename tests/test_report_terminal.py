@@ -143,3 +143,77 @@ def test_sparkline_of_a_flat_noisy_loss_looks_flat():
     assert set(sparkline(flat_noisy, 24)) <= set("▄▅")
     falling = Series("l", np.arange(400), np.linspace(2.3, 0.2, 400))
     assert set(sparkline(falling, 24)) >= set("█▁")
+
+
+SAMPLES = __import__("pathlib").Path(__file__).resolve().parent.parent / "sample_runs"
+
+
+def test_real_sample_runs_fit_80_columns_without_trailing_blanks():
+    """Healthy one-liners, long W&B/MLflow/Lightning names, info lines, the table: all within 80."""
+    from logdoctor.diagnose import analyze
+
+    out = render(analyze(SAMPLES), width=80)
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert all(line == line.rstrip() for line in lines)
+    assert "mlruns/947427902577955505" not in out  # writer boilerplate is dropped from names
+
+
+def test_piped_cli_output_has_no_padding(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1"}
+    out = subprocess.run([sys.executable, "-m", "logdoctor", "analyze", str(SAMPLES / "pl_clip_charlm_sgd")], capture_output=True, text=True, env=env).stdout
+    assert out.strip() and all(line == line.rstrip() and len(line) <= 80 for line in out.splitlines())
+
+
+def test_wrapped_lines_hang_under_their_label():
+    rd = flat()
+    rd.findings[0].causes[0] = "a long cause " * 12
+    lines = render(Diagnosis("runs/", [rd]), width=60).splitlines()
+    at = next(i for i, line in enumerate(lines) if "cause:" in line)
+    column = lines[at].index("a long")
+    assert lines[at + 1].startswith(" " * column) and lines[at + 1][column] != " "
+
+
+def test_runs_come_worst_first_in_blocks_and_table_alike():
+    out = render(mixed(), width=100)
+    blocks = [line.split("  ")[1] for line in out.splitlines() if line[:1] in "✖▲✓" and "  [" in line]
+    table = out[out.index("5 runs:"):]
+    assert blocks == sorted(blocks, key=table.index)
+    assert blocks[0] == "sweep/lr=1.0/seed0" and blocks[-1] == "baseline/seed1"
+
+
+def test_evidence_keeps_the_first_items_and_counts_the_rest():
+    rd = flat()
+    rd.findings[0].evidence = {f"item_{i}": i for i in range(10)}
+    out = render(Diagnosis("runs/", [rd]), width=120)
+    assert "item 5 5" in out and "item 6" not in out and "(+4 more: --format json)" in out
+
+
+def test_quiet_on_an_all_healthy_input_says_so_in_one_line():
+    out = render(Diagnosis("runs/", [healthy("a"), healthy("b")]), quiet=True)
+    assert out.strip() == "2 runs: all healthy"
+
+
+def test_glance_numbers_are_labelled_as_logged_points():
+    """The glance shows raw first/last points; a finding's evidence may quote smoothed levels."""
+    out = render(Diagnosis("runs/", [flat()]))
+    assert "logged 2.3" in out.splitlines()[1]
+
+
+def test_summary_names_drop_writer_boilerplate_and_stay_unique():
+    from logdoctor.report.text import short_names
+
+    names = [
+        "yolo_a/runs/detect/train", "yolo_b/runs/detect/train",
+        "exp/lightning_logs/version_0", "exp/lightning_logs/version_1",
+        "mlf/mlruns/9475/mlf", "wb/wandb/offline-run-20261122_032242-sszvzimc", "csv_run/log.csv",
+    ]
+    short = short_names(names)
+    assert short[:2] == ["yolo_a", "yolo_b"]
+    assert short[2:4] == ["exp/lightning_logs/version_0", "exp/lightning_logs/version_1"]  # collide: more context
+    assert short[4:] == ["mlf", "wb", "csv_run"]
+    assert short_names(["."]) == ["."]

@@ -27,9 +27,9 @@ from html import escape
 from .. import __version__
 from ..model import Diagnosis, Finding, RunDiagnosis
 from .sparkline import svg_sparkline
-from .text import STATUS_ORDER, by_severity, evidence_items, fmt_num, main_loss, status_counts, step_range
+from .text import by_severity, evidence_items, fmt_num, main_loss, status_counts, step_range, verdict
 
-STATUS_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓"}
+STATUS_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓", "not checked": "·"}
 #: With more runs than this, healthy runs start collapsed.
 EXPAND_ALL_UP_TO = 12
 #: Config entries shown per run (the rest are counted).
@@ -45,8 +45,8 @@ h2{font-size:17px;margin:28px 0 10px}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
 .sub{color:var(--mute);margin-bottom:14px}
 .counts span{display:inline-block;margin-right:8px;padding:3px 10px;border-radius:12px;font-weight:600;color:#fff}
-.bg-critical{background:var(--crit)}.bg-warning{background:var(--warn)}.bg-healthy{background:var(--ok)}.bg-info{background:var(--info)}
-.fg-critical{color:var(--crit)}.fg-warning{color:var(--warn)}.fg-healthy{color:var(--ok)}.fg-info{color:var(--info)}
+.bg-critical{background:var(--crit)}.bg-warning{background:var(--warn)}.bg-healthy{background:var(--ok)}.bg-info,.bg-not-checked{background:var(--info)}
+.fg-critical{color:var(--crit)}.fg-warning{color:var(--warn)}.fg-healthy{color:var(--ok)}.fg-info,.fg-not-checked{color:var(--info)}
 table.index{border-collapse:collapse;width:100%;background:#fff;border:1px solid var(--line)}
 table.index th,table.index td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:middle}
 table.index th{cursor:pointer;user-select:none;background:#eef0f3;font-size:12px;text-transform:uppercase;letter-spacing:.03em}
@@ -57,7 +57,7 @@ table.index a:hover{text-decoration:underline}
 .chip{display:inline-block;padding:0 6px;margin:1px 2px 1px 0;border-radius:4px;font:600 12px ui-monospace,Menlo,monospace;color:#fff}
 .status{font-weight:700;white-space:nowrap}
 section.run{background:#fff;border:1px solid var(--line);border-left:6px solid var(--ok);border-radius:6px;margin:14px 0}
-section.run.critical{border-left-color:var(--crit)}section.run.warning{border-left-color:var(--warn)}
+section.run.critical{border-left-color:var(--crit)}section.run.warning{border-left-color:var(--warn)}section.run.not-checked{border-left-color:var(--info)}
 section.run>details>summary{padding:10px 14px;cursor:pointer;font-size:15px;list-style:none}
 section.run>details>summary::-webkit-details-marker{display:none}
 section.run>details>summary:before{content:"▸ ";color:var(--mute)}
@@ -103,8 +103,13 @@ def _chips(findings: list[Finding]) -> str:
     return "".join(f'<span class="chip bg-{escape(f.severity)}" title="{escape(f.title)}">{escape(f.code)}</span>' for f in findings)
 
 
+def _css(verdict_: str) -> str:
+    """A verdict as a CSS class name ("not checked" -> "not-checked")."""
+    return verdict_.replace(" ", "-")
+
+
 def _status(status: str) -> str:
-    return f'<span class="status fg-{status}">{STATUS_MARK.get(status, "?")} {status.upper()}</span>'
+    return f'<span class="status fg-{_css(status)}">{STATUS_MARK.get(status, "?")} {status.upper()}</span>'
 
 
 def _index(diagnosis: Diagnosis, ids: dict[int, int]) -> str:
@@ -116,7 +121,7 @@ def _index(diagnosis: Diagnosis, ids: dict[int, int]) -> str:
         steps = int(loss.steps[-1]) if loss is not None else None
         rows.append(
             "<tr>"
-            f'<td data-sort="{rank:06d}">{_status(rd.status)}</td>'
+            f'<td data-sort="{rank:06d}">{_status(verdict(rd))}</td>'
             f'<td><a href="#run-{ids[id(rd)]}">{escape(rd.run.name)}</a></td>'
             f"<td>{_chips(rd.findings)}</td>"
             f"<td>{svg_sparkline(loss)}</td>"
@@ -183,8 +188,8 @@ def _run(i: int, rd: RunDiagnosis, figure, expanded: bool) -> str:
         '<ul class="warnings">' + "".join(f"<li>{escape(w)}</li>" for w in rd.run.warnings) + "</ul>" if rd.run.warnings else ""
     )
     return (
-        f'<section class="run {rd.status}" id="run-{i}"><details{" open" if expanded else ""}>'
-        f'<summary>{_status(rd.status)} <span class="runname">{escape(rd.run.name)}</span> {_chips(rd.findings)}</summary>'
+        f'<section class="run {_css(verdict(rd))}" id="run-{i}"><details{" open" if expanded else ""}>'
+        f'<summary>{_status(verdict(rd))} <span class="runname">{escape(rd.run.name)}</span> {_chips(rd.findings)}</summary>'
         f'<div class="body"><div class="meta">{escape(rd.run.format)} · <span class="mono">{escape(rd.run.path)}</span>'
         + (f"<br>roles: {roles}" if roles else "")
         + f"</div>{plot}{findings}{warnings}{_config(rd.run.config)}</div></details></section>"
@@ -222,7 +227,7 @@ def render_html(
         for i, rd in enumerate(ordered, 1)
     ]
     counts = status_counts(diagnosis.runs)
-    badges = "".join(f'<span class="bg-{s}">{n} {s}</span>' for s, n in sorted(counts.items(), key=lambda kv: STATUS_ORDER[kv[0]]))
+    badges = "".join(f'<span class="bg-{_css(s)}">{n} {s}</span>' for s, n in counts.items())
     errors = (
         "<h2>Skipped</h2><ul class=\"warnings\">" + "".join(f"<li>{escape(e)}</li>" for e in diagnosis.errors) + "</ul>"
         if diagnosis.errors

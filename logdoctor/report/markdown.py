@@ -17,15 +17,16 @@ in it with `report.text.md_escape`).
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 from .. import __version__
 from ..model import Diagnosis, Finding, RunDiagnosis
 from .sparkline import sparkline
-from .text import by_severity, counts_line, evidence_items, fmt_num, main_loss, md_code, md_escape, slug, step_range
+from .text import by_severity, counts_line, evidence_items, fmt_num, main_loss, md_code, md_escape, slug, step_range, verdict
 
-STATUS_MARK = {"critical": "🔴", "warning": "🟠", "healthy": "🟢"}
+STATUS_MARK = {"critical": "🔴", "warning": "🟠", "healthy": "🟢", "not checked": "🔵"}
 SEVERITY_MARK = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
 
 
@@ -55,7 +56,7 @@ def _run(i: int, rd: RunDiagnosis, plot: str | None, plot_error: str = "") -> li
     lines = [
         f'<a id="{_anchor(i)}"></a>',
         "",
-        f"### {STATUS_MARK.get(rd.status, '')} {rd.status.upper()} · {md_escape(rd.run.name)}",
+        f"### {STATUS_MARK.get(verdict(rd), '')} {verdict(rd).upper()} · {md_escape(rd.run.name)}",
         "",
         f"{md_code(rd.run.format)} · {md_code(rd.run.path)}",
         "",
@@ -86,10 +87,25 @@ def summary_table(diagnosis: Diagnosis, index: dict[int, int]) -> list[str]:
         last = fmt_num(loss.values[-1]) if loss is not None else ""
         codes = " ".join(f"{SEVERITY_MARK.get(f.severity, '')}`{f.code}`" for f in rd.findings)
         lines.append(
-            f"| {STATUS_MARK.get(rd.status, '')} {rd.status} | [{md_escape(rd.run.name)}](#{_anchor(index[id(rd)])}) "
+            f"| {STATUS_MARK.get(verdict(rd), '')} {verdict(rd)} | [{md_escape(rd.run.name)}](#{_anchor(index[id(rd)])}) "
             f"| {codes} | {sparkline(loss, 12)} | {last} |"
         )
     return lines + [""]
+
+
+#: A plot file is `<4-digit section number>-<run slug>.png`: the pattern a re-run may delete.
+_OWN_PLOT = re.compile(r"\d{4}-[A-Za-z0-9._-]+\.png")
+
+
+def _remove_own_plots(plots_dir: Path) -> None:
+    """Delete the plots an earlier report wrote here, so a re-run leaves no stale PNGs.
+
+    Only files named the way this report names its plots go: anything else in the
+    folder is someone else's.
+    """
+    for old in plots_dir.iterdir():
+        if old.is_file() and _OWN_PLOT.fullmatch(old.name):
+            old.unlink()
 
 
 def render_markdown(
@@ -100,12 +116,14 @@ def render_markdown(
     progress: Callable[[int, int], None] | None = None,
 ) -> str:
     """The whole report as Markdown; with `plots_dir`, one PNG per run is written there and linked."""
+    ordered = by_severity(diagnosis.runs)
     figures = iter(())
-    if plots_dir is not None and diagnosis.runs:
+    if plots_dir is not None and ordered:
         from .plots import draw_all
 
-        plots_dir.mkdir(parents=True, exist_ok=True)
-        figures = draw_all(diagnosis.runs, progress)
+        plots_dir.mkdir(exist_ok=True)
+        _remove_own_plots(plots_dir)
+        figures = draw_all(ordered, progress)
     href = plots_href if plots_href is not None else (plots_dir.name if plots_dir else "")
     lines = [
         "# logdoctor report",
@@ -117,12 +135,12 @@ def render_markdown(
         lines += [f"## {title}", "", body.rstrip(), ""]
     if not diagnosis.runs:
         lines += [f"No training runs found under {md_code(diagnosis.root)}.", ""]
-    index = {id(rd): i for i, rd in enumerate(diagnosis.runs, 1)}
+    index = {id(rd): i for i, rd in enumerate(ordered, 1)}
     if len(diagnosis.runs) > 1:
         lines += ["## Summary", ""] + summary_table(diagnosis, index)
     if diagnosis.runs:
         lines += ["## Runs", ""]
-    for i, rd in enumerate(diagnosis.runs, 1):
+    for i, rd in enumerate(ordered, 1):
         plot, figure = None, next(figures, None)
         if figure is not None and figure.png:
             name = f"{i:04d}-{slug(rd.run.name)}.png"

@@ -1,19 +1,24 @@
 """Terminal report (rich): one block per run, status first, findings with their numbers.
 
-Layout of a run block (readable at 80 columns; hanging indents wrap):
+Layout of a run block (fits 80 columns; every wrapped line hangs under its
+label, and no line carries trailing blanks, piped or not):
 
     ✖ CRITICAL  sweep/lr=1.0  [tensorboard]
-      train/loss ▇▆▅▄▃▃▂×  2.301 → NaN  (steps 0–1,500)
+      train/loss ▇▆▅▄▃▃▂×  logged 2.301 → NaN, steps 0–1,500
       1. diverge  critical · confidence 0.95
          Loss becomes NaN at step 1,500
          train/loss, steps 1,400–1,500: loss 2.1 → inf, first nan step 1,500
          cause: LR too high for this batch size
-                also: no gradient clipping
+            or: no gradient clipping
          fix:   lower the LR 3-10x ...
+      · not_checked — what could not be judged (info findings: one line)
 
-Healthy runs get one line. With three runs or more a summary table (worst
-first) ends the report, so the triage is the last thing on screen. Status is
-spelled out and marked with a symbol, so nothing depends on colour (NO_COLOR).
+Runs come worst first (the order every format shares). Healthy runs get one
+line; a run no rule could judge reads `· NOT CHECKED`. With three runs or more
+a summary table ends the report, so the triage is the last thing on screen.
+Status is spelled out and marked with a symbol, so nothing depends on colour
+(NO_COLOR). The glance line says `logged` because its numbers are the first and
+last raw points, while a finding's evidence may quote smoothed levels.
 
 Public API (also used by `logdoctor audit`):
 `render_terminal(diagnosis, console, quiet=False, extra_sections=None)` where
@@ -25,28 +30,34 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.markdown import Markdown
-from rich.padding import Padding
 from rich.rule import Rule
-from rich.table import Table
 from rich.text import Text
 
 from ..model import Diagnosis, Finding, RunDiagnosis, Series
 from .sparkline import sparkline
-from .text import by_severity, counts_line, evidence_text, fmt_num, main_loss, run_column_width, middle_ellipsis, where
+from .text import by_severity, counts_line, evidence_items, fmt_num, main_loss, middle_ellipsis, short_names, verdict, where
 
-STATUS_STYLE = {"critical": "bold red", "warning": "bold yellow", "healthy": "bold green"}
-STATUS_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓"}
+VERDICT_STYLE = {"critical": "bold red", "warning": "bold yellow", "healthy": "bold green", "not checked": "bold cyan"}
+VERDICT_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓", "not checked": "·"}
 SEVERITY_STYLE = {"critical": "red", "warning": "yellow", "info": "cyan"}
 #: Show the summary table from this many runs on.
 SUMMARY_MIN_RUNS = 3
+#: Below this width the summary table marks status with its symbol alone and draws shorter
+#: sparklines, leaving the room to run names.
+WIDE = 100
 #: Causes shown per finding (the rest are in `logdoctor explain CODE` and the other formats).
 TOP_CAUSES = 2
+#: Evidence items shown per finding: rules list their most telling numbers first, and a wall of
+#: `key value` pairs hides them; JSON, Markdown and HTML keep every item.
+TOP_EVIDENCE = 6
 
 
-def status_text(status: str) -> Text:
-    return Text(f"{STATUS_MARK.get(status, '?')} {status.upper()}", style=STATUS_STYLE.get(status, "bold"))
+def status_text(rd: RunDiagnosis) -> Text:
+    """'✖ CRITICAL', '· NOT CHECKED', ...: readable without colour."""
+    v = verdict(rd)
+    return Text(f"{VERDICT_MARK.get(v, '?')} {v.upper()}", style=VERDICT_STYLE.get(v, "bold"))
 
 
 def loss_glance(series: Series | None, width: int = 24) -> tuple[str, str]:
@@ -59,22 +70,37 @@ def loss_glance(series: Series | None, width: int = 24) -> tuple[str, str]:
     return sparkline(series, width), ends
 
 
-def _labelled(label: str, text: str, style: str = "") -> Table:
-    """'label: text' with the text wrapping under itself, not under the label."""
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(width=len(label), no_wrap=True, style="dim")
-    grid.add_column(overflow="fold")
-    grid.add_row(label, Text(text, style=style))
-    return grid
+def print_hanging(console: Console, prefix: Text | str, body: Text | str, indent: int | None = None) -> None:
+    """`prefix` then `body` wrapped to the console width, continuation lines under the body.
+
+    A hanging indent keeps labels (`cause:`, a finding number, the status) in a column of
+    their own, and lines are printed without padding so nothing trails when piped.
+    """
+    prefix = Text(prefix) if isinstance(prefix, str) else prefix
+    body = Text(body) if isinstance(body, str) else body
+    indent = prefix.cell_len if indent is None else indent
+    lines = body.wrap(console, max(20, console.width - indent), overflow="fold")
+    for n, line in enumerate(lines):
+        line.rstrip()
+        lead = prefix if n == 0 else Text(" " * indent)
+        console.print(Text.assemble(lead, line), soft_wrap=True)
+
+
+def evidence_line(f: Finding, limit: int = TOP_EVIDENCE, located: bool = True) -> str:
+    """Where the finding is (unless not `located`) and its first `limit` evidence items; the rest
+    counted, not shown."""
+    items = evidence_items(f.evidence)
+    text = ", ".join(f"{k} = {v}" if len(k) <= 2 else f"{k} {v}" for k, v in items[:limit])
+    if len(items) > limit:
+        text += f" (+{len(items) - limit} more: --format json)"
+    return ": ".join(p for p in (where(f) if located else "", text) if p)
 
 
 def _finding(console: Console, i: int, f: Finding) -> None:
     if f.severity == "info":
-        line = Text.assemble("  · ", (f.code, "bold cyan"), " — ", f.title)
-        ev = evidence_text(f.evidence)
-        if ev:
-            line.append(f" ({ev})", style="dim")
-        console.print(line, overflow="fold")
+        ev = evidence_line(f, located=False)
+        body = Text.assemble((f.code, "bold cyan"), " — ", f.title, (f" ({ev})" if ev else "", "dim"))
+        print_hanging(console, "  · ", body)
         return
     head = Text.assemble(
         (f"  {i}. ", "bold"),
@@ -82,65 +108,105 @@ def _finding(console: Console, i: int, f: Finding) -> None:
         "  ",
         (f"{f.severity} · confidence {f.confidence:.2f}", SEVERITY_STYLE.get(f.severity, "")),
     )
-    console.print(head)
-    body: list = [Text(f.title, style="bold")]
-    loc, ev = where(f), evidence_text(f.evidence)
-    if loc or ev:
-        body.append(Text(": ".join(p for p in (loc, ev) if p)))
+    console.print(head, soft_wrap=True)
+    pad = " " * 5
+    print_hanging(console, pad, Text(f.title, style="bold"))
+    ev = evidence_line(f)
+    if ev:
+        print_hanging(console, pad, ev)
     fixes = [x for x in f.fixes if not x.startswith("Confirm with replay:")]
     confirm = [x.split(":", 1)[1].strip() for x in f.fixes if x.startswith("Confirm with replay:")]
-    if f.causes:
-        body.append(_labelled("cause:", f.causes[0]))
-        for cause in f.causes[1:TOP_CAUSES]:
-            body.append(_labelled("   or:", cause, style="dim"))
+    for n, cause in enumerate(f.causes[:TOP_CAUSES]):
+        print_hanging(console, Text(pad + ("cause: " if n == 0 else "   or: "), style="dim"), Text(cause, style="" if n == 0 else "dim"))
     if fixes:
-        body.append(_labelled("fix:  ", fixes[0], style="green"))
+        print_hanging(console, Text(pad + "fix:   ", style="dim"), Text(fixes[0], style="green"))
     if confirm:
-        body.append(_labelled("probe:", f"{confirm[0]} (logdoctor replay)", style="dim"))
-    console.print(Padding(Group(*body), (0, 0, 0, 5), expand=False))
+        print_hanging(console, Text(pad + "probe: ", style="dim"), Text(f"{confirm[0]} (logdoctor replay)", style="dim"))
 
 
-def render_run(console: Console, rd: RunDiagnosis) -> None:
-    head = Text.assemble(status_text(rd.status), "  ", (rd.run.name, "bold"), (f"  [{rd.run.format}]", "dim"))
+def render_run(console: Console, rd: RunDiagnosis, name: str | None = None) -> None:
+    """One run: a single line when healthy with nothing to say, else the header, glance and findings.
+
+    `name` is the run's name as the summary table shows it (`short_names`), so a block and its
+    table row match; by default the full name.
+    """
+    status = status_text(rd)
+    status.append("  ")
+    name = Text.assemble((name or rd.run.name, "bold"), (f"  [{rd.run.format}]", "dim"))
     loss = main_loss(rd)
-    spark, ends = loss_glance(loss, width=16 if rd.status == "healthy" else 24)
     if rd.status == "healthy" and not rd.findings:
-        if spark:
-            head.append(f"  {spark}  {ends}", style="dim")
-        console.print(head, overflow="fold")
+        spark, ends = loss_glance(loss, width=16)
+        tail = f"  {spark}  {ends}" if spark else ""
+        if status.cell_len + name.cell_len + len(tail) <= console.width:
+            name.append(tail, style="dim")
+            tail = ""
+        print_hanging(console, status, name)
+        if tail:
+            console.print(Text("  " + tail.strip(), style="dim"), soft_wrap=True)
         _warnings(console, rd)
         return
-    console.print(head, overflow="fold")
+    print_hanging(console, status, name)
     if loss is not None:
-        span = f"  (steps {int(loss.steps[0]):,}–{int(loss.steps[-1]):,})"
-        console.print(Text.assemble("  ", (loss.name, "dim"), " ", spark, f"  {ends}", (span, "dim")), overflow="fold")
-    for i, f in enumerate(rd.findings, 1):
+        spark, ends = loss_glance(loss)
+        span = f"logged {ends}, steps {int(loss.steps[0]):,}–{int(loss.steps[-1]):,}"
+        print_hanging(console, "  ", Text.assemble((loss.name, "dim"), " ", spark, "  ", (span, "dim")), indent=4)
+    for i, f in enumerate((f for f in rd.findings if f.severity != "info"), 1):
         _finding(console, i, f)
+    for f in rd.findings:
+        if f.severity == "info":
+            _finding(console, 0, f)
     _warnings(console, rd)
 
 
 def _warnings(console: Console, rd: RunDiagnosis) -> None:
     for w in rd.run.warnings:
-        console.print(Padding(Text(f"! {w}", style="yellow"), (0, 0, 0, 2), expand=False))
+        print_hanging(console, Text("  ! ", style="yellow"), Text(w, style="yellow"))
+
+
+def display_names(diagnosis: Diagnosis) -> dict[int, str]:
+    """id(run diagnosis) -> its name without boilerplate path parts (unique, see `short_names`)."""
+    return dict(zip(map(id, diagnosis.runs), short_names([rd.run.name for rd in diagnosis.runs])))
 
 
 def render_summary(diagnosis: Diagnosis, console: Console) -> None:
-    """One row per run, worst first: status, run, finding codes, loss sparkline, last loss."""
-    table = Table(title=counts_line(diagnosis.runs), title_justify="left", box=None, pad_edge=False, header_style="bold")
-    table.add_column("status", no_wrap=True)
-    table.add_column("run", no_wrap=True, overflow="ellipsis")
-    table.add_column("findings", overflow="fold", min_width=15)
-    table.add_column("loss", no_wrap=True)
-    table.add_column("last", justify="right", no_wrap=True)
-    for rd in by_severity(diagnosis.runs):
-        spark, ends = loss_glance(main_loss(rd), width=12)
-        codes = Text()
-        for f in rd.findings:
-            if codes:
-                codes.append(" ")
-            codes.append(f.code, style=SEVERITY_STYLE.get(f.severity, ""))
-        table.add_row(status_text(rd.status), middle_ellipsis(rd.run.name, run_column_width(console.width)), codes, spark, ends.split("→")[-1].strip())
-    console.print(table)
+    """One row per run, worst first: status, run, finding codes, loss sparkline, last loss.
+
+    Run names lose the path parts that tell runs apart by nothing (`short_names`) and the
+    name column takes whatever width the other columns leave, so names stay distinct.
+    """
+    runs = by_severity(diagnosis.runs)
+    names = display_names(diagnosis)
+    narrow = console.width < WIDE
+    rows = []
+    for rd in runs:
+        spark, ends = loss_glance(main_loss(rd), width=8 if narrow else 12)
+        codes = Text(" ").join(Text(f.code, style=SEVERITY_STYLE.get(f.severity, "")) for f in rd.findings)
+        status = status_text(rd)
+        rows.append((status[:1] if narrow else status, names[id(rd)], codes, spark, ends.split("→")[-1].strip()))
+    status_w = max(1 if narrow else len("status"), *(r[0].cell_len for r in rows))
+    spark_w = max(len("loss"), *(len(r[3]) for r in rows))
+    last_w = max(len("last"), *(len(r[4]) for r in rows))
+    room = console.width - status_w - spark_w - last_w - 8  # four gaps of two
+    codes_need = max(len("findings"), *(r[2].cell_len for r in rows))
+    name_need = max(len("run"), *(len(r[1]) for r in rows))
+    name_w = min(name_need, max(20, room - min(codes_need, 20)))
+    codes_w = max(8, room - name_w)
+    console.print(counts_line(diagnosis.runs), style="bold", soft_wrap=True)
+    header = (("" if narrow else "status").ljust(status_w), "run".ljust(name_w), "findings".ljust(codes_w), "loss".ljust(spark_w), "last".rjust(last_w))
+    console.print(Text("  ".join(header).rstrip(), style="bold"), soft_wrap=True)
+    for status, name, codes, spark, last in rows:
+        lines = codes.wrap(console, codes_w) if codes else [Text()]
+        first = Text.assemble(
+            status, " " * (status_w - status.cell_len + 2),
+            middle_ellipsis(name, name_w).ljust(name_w), "  ",
+            lines[0], " " * (codes_w - lines[0].cell_len + 2),
+            spark.ljust(spark_w), "  ", last.rjust(last_w),
+        )
+        first.rstrip()
+        console.print(first, soft_wrap=True)
+        for more in lines[1:]:
+            more.rstrip()
+            console.print(Text.assemble(" " * (status_w + name_w + 4), more), soft_wrap=True)
 
 
 def render_terminal(
@@ -149,21 +215,32 @@ def render_terminal(
     quiet: bool = False,
     extra_sections: list[tuple[str, str]] | None = None,
 ) -> None:
-    """The whole report; `quiet` keeps only runs with a problem (and no summary table)."""
-    shown = [rd for rd in diagnosis.runs if not (quiet and rd.status == "healthy")]
+    """The whole report, worst run first; `quiet` keeps only runs with a problem (no summary table),
+    or says in one line that there is none."""
+    shown = [rd for rd in by_severity(diagnosis.runs) if not (quiet and rd.status == "healthy")]
+    names = display_names(diagnosis)
     for rd in shown:
-        render_run(console, rd)
+        render_run(console, rd, names[id(rd)])
         console.print()
     if not diagnosis.runs:
-        console.print(f"No training runs found under {diagnosis.root}.", highlight=False)
+        console.print(f"No training runs found under {diagnosis.root}.", highlight=False, soft_wrap=True)
+    elif quiet and not shown:
+        console.print(_all_healthy_line(diagnosis), soft_wrap=True)
     elif not quiet and len(diagnosis.runs) >= SUMMARY_MIN_RUNS:
         render_summary(diagnosis, console)
     elif not quiet:
-        console.print(counts_line(diagnosis.runs), style="dim")
+        console.print(counts_line(diagnosis.runs), style="dim", soft_wrap=True)
     for title, body in extra_sections or []:
         console.print()
         console.print(Rule(title, align="left"))
         console.print(Markdown(body))
+
+
+def _all_healthy_line(diagnosis: Diagnosis) -> str:
+    """What `--quiet` prints when no run has a problem: silence would look like a crash."""
+    line = counts_line(diagnosis.runs)
+    n = len(diagnosis.runs)
+    return f"{n} run{'s' if n != 1 else ''}: all healthy" if line.endswith(f" {n} healthy") else line
 
 
 def render_text(

@@ -22,8 +22,6 @@ import numpy as np
 from ..model import SEVERITY_RANK, Finding, RunDiagnosis, Series
 from ..view import RunView
 
-STATUS_ORDER = {"critical": 0, "warning": 1, "healthy": 2}
-
 #: (suffix in a key, unit appended to the value)
 _UNIT_SUFFIXES = (
     ("_per_1k_steps", "/1k steps"),
@@ -170,29 +168,47 @@ def main_loss(rd: RunDiagnosis) -> Series | None:
     return series if series is not None and len(series) else None
 
 
+#: How a run reads in the human formats, worst first. "not checked" is a run whose JSON status is
+#: healthy but whose loss no rule could judge: calling it healthy would claim more than was looked at.
+VERDICTS = ("critical", "warning", "not checked", "healthy")
+VERDICT_RANK = {v: i for i, v in enumerate(VERDICTS)}
+
+
+def verdict(rd: RunDiagnosis) -> str:
+    """The run's status, or "not checked" when a `not_checked` finding says nothing was judged."""
+    unjudged = any(f.code == "not_checked" and f.evidence.get("checked") == "nothing" for f in rd.findings)
+    return "not checked" if rd.status == "healthy" and unjudged else rd.status
+
+
 def by_severity(runs: list[RunDiagnosis]) -> list[RunDiagnosis]:
-    """Runs worst first (status, then their top finding's confidence); stable otherwise."""
+    """Runs worst first: verdict, then their top finding's severity and confidence, then name.
+
+    The one ordering every format uses (terminal blocks, summary tables, Markdown and
+    HTML sections), so a run sits at the same place whichever report you open.
+    """
 
     def key(rd: RunDiagnosis):
         top = rd.findings[0] if rd.findings else None
         return (
-            STATUS_ORDER.get(rd.status, 9),
+            VERDICT_RANK.get(verdict(rd), 9),
             SEVERITY_RANK.get(top.severity, 9) if top else 9,
             -(top.confidence if top else 0.0),
+            rd.run.name,
         )
 
     return sorted(runs, key=key)
 
 
 def status_counts(runs: list[RunDiagnosis]) -> dict[str, int]:
+    """Runs per verdict, worst first; "not checked" only when there is one."""
     counts = {"critical": 0, "warning": 0, "healthy": 0}
     for rd in runs:
-        counts[rd.status] = counts.get(rd.status, 0) + 1
-    return counts
+        counts[verdict(rd)] = counts.get(verdict(rd), 0) + 1
+    return {v: counts[v] for v in VERDICTS if v in counts}
 
 
 def counts_line(runs: list[RunDiagnosis]) -> str:
-    """'12 runs: 3 critical, 2 warning, 7 healthy'."""
+    """'12 runs: 3 critical, 2 warning, 7 healthy' (', 1 not checked' when there is one)."""
     c = status_counts(runs)
     return f"{len(runs)} run{'s' if len(runs) != 1 else ''}: " + ", ".join(f"{n} {s}" for s, n in c.items())
 
@@ -215,23 +231,60 @@ def md_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+#: Path parts a logger writes on its own, never chosen by the person who ran it: they are the
+#: same in every run, so they tell runs apart by nothing (Lightning, W&B, MLflow ids, YOLO's
+#: runs/<task>/train, a run's own log file).
+_BOILERPLATE = re.compile(
+    r"""lightning_logs|version_\d+|wandb|(offline-)?run-\d{8}_\d{6}-\w+|latest-run|mlruns|\d+|[0-9a-f]{32}
+    |runs|detect|segment|classify|pose|obb|train\d*
+    |.+\.(csv|json|jsonl|wandb|log|txt)|events\.out\.tfevents\..*""",
+    re.VERBOSE,
+)
+
+
+def short_names(names: list[str]) -> list[str]:
+    """Run names without the parts that tell them apart by nothing, for narrow tables.
+
+    Drops writer boilerplate (`lightning_logs/version_0`, `wandb/offline-run-…`,
+    `mlruns/<exp>/<id>`, `runs/detect/train`, a trailing `log.csv`) and the
+    leading folders every run shares. A name that would lose everything, or
+    collide with another run's, keeps its full path: names must stay unique.
+    """
+    full = [name.split("/") for name in names]
+    kept = [_distinct([p for p in parts if not _BOILERPLATE.fullmatch(p)]) or parts for parts in full]
+    short = _unshared(kept)
+    fallback = _unshared(full)
+    seen: dict[str, int] = {}
+    for s in short:
+        seen[s] = seen.get(s, 0) + 1
+    return [s if seen[s] == 1 else f for s, f in zip(short, fallback)]
+
+
+def _distinct(parts: list[str]) -> list[str]:
+    """Parts without a repeat of the one before (MLflow names a run folder like its experiment)."""
+    return [p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1]]
+
+
+def _unshared(parts: list[list[str]]) -> list[str]:
+    """Each path without the leading folders all of them share (always keeping its last part)."""
+    shared = 0
+    while len(parts) > 1 and all(len(p) > shared + 1 and p[shared] == parts[0][shared] for p in parts):
+        shared += 1
+    return ["/".join(p[shared:]) for p in parts]
+
+
 def middle_ellipsis(name: str, limit: int) -> str:
-    """A long run path cut in the middle for a narrow table column.
+    """A long run name cut in the middle for a narrow table column.
 
     Both ends tell runs apart: the head names the experiment and the tail the
-    seed, trial or version folder (`exp_a/lightning_logs/version_0`), so the
-    cut keeps a third of the room for the head and the rest for the tail.
+    seed or trial, so the cut keeps a third of the room for the head and the
+    rest for the tail.
     """
     if len(name) <= limit:
         return name
     head = (limit - 1) // 3
     tail = limit - 1 - head
     return f"{name[:head]}…{name[-tail:]}"
-
-
-def run_column_width(console_width: int) -> int:
-    """How many characters of a run name a summary table shows at this width."""
-    return max(20, console_width * 3 // 10 - 2)
 
 
 def slug(name: str, limit: int = 60) -> str:
