@@ -119,11 +119,25 @@ def read_source(source: Source, root: Path) -> tuple[list[Run], list[str]]:
         return [], [f"{source.path}: ran out of memory reading this {source.format} log"]
     except Exception as exc:  # noqa: BLE001 - a reader bug must not cost the other runs
         return [], [f"{source.path}: could not read {source.format} log ({type(exc).__name__}: {exc})"]
+    runs, errors = _with_data(runs)
     base = run_name(source.path, root)
     for run in runs:
         run.name = base if not run.name else (run.name if base == "." else f"{base}/{run.name}")
         run.path = run.path or str(source.path)
-    return runs, []
+    return runs, errors
+
+
+def _with_data(runs: list[Run]) -> tuple[list[Run], list[str]]:
+    """Runs holding scalar data, and one line for each that holds none: a run with nothing to
+    diagnose is no healthy run, it is a source that could not be used (its reader's warnings
+    say why)."""
+    kept, lines = [], []
+    for run in runs:
+        if run.scalars.is_empty():
+            lines.append("; ".join(run.warnings) or f"{run.path}: no scalar data")
+        else:
+            kept.append(run)
+    return kept, lines
 
 
 def load_runs(root: Path) -> tuple[list[Run], list[str]]:

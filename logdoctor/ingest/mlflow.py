@@ -105,4 +105,7 @@ def _metric_file(path: Path, key: str) -> pl.DataFrame:
     frame = raw.select(
         pl.lit(key).alias("metric"), step.alias("step"), number(1).alias("value"), (number(0) / 1000.0).alias("wall_time")
     )
-    return tidy(frame.drop_nulls(["step", "value"]))
+    frame = frame.drop_nulls(["step", "value"])
+    if frame.is_empty() and raw.height:
+        raise ReadError(f"{path}: not an MLflow metric file (no 'timestamp value step' line)")
+    return tidy(frame)

@@ -46,6 +46,7 @@ FOOTER = 4  # uint32 masked crc of the data
 _MASK_DELTA = 0xA282EAD8
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
+_GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 4 << 20  # bytes read per step of the streaming scan (bounds the per-batch temporaries)
 
 
@@ -197,6 +198,8 @@ class Damage:
     #: File offset of a trailing incomplete record (killed writer), if any.
     truncated_at: int | None = None
     size: int = 0
+    #: The file starts with gzip's magic bytes (someone compressed the log to archive it).
+    gzip: bool = False
 
     def lines(self, name: str) -> list[str]:
         out = []
@@ -221,6 +224,8 @@ class Damage:
             return None
         if self.size == 0:
             return "empty event file (0 bytes)"
+        if self.gzip:
+            return "gzip-compressed event file: decompress it (gunzip) to read it"
         if self.bad_crc:
             return f"no intact record: all {self.bad_crc} failed their CRC check"
         if self.truncated_at == 0:
@@ -237,6 +242,7 @@ def iter_records(path: Path, damage: Damage, limit: int | None = None) -> Iterat
     with open(path, "rb") as fh:
         data = fh.read(-1 if limit is None else limit)
     damage.size = n = len(data)
+    damage.gzip = data.startswith(_GZIP_MAGIC)
     pos = 0
     while pos < n:
         if pos + HEADER > n:
@@ -345,6 +351,8 @@ def scan_batches(path: Path, damage: Damage, chunk: int | None = None) -> Iterat
     damage.size = Path(path).stat().st_size
     data, base, eof, want, skipping = b"", 0, False, chunk, None
     with open(path, "rb") as fh:
+        damage.gzip = fh.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
+        fh.seek(0)
         while True:
             more = fh.read(want)
             eof = len(more) < want

@@ -25,6 +25,10 @@ import polars as pl
 from ..model import empty_scalars, tidy
 from .csv_table import wide_to_tidy
 
+#: A UTF-8 byte-order mark, which Windows editors and PowerShell put before the first line.
+_BOM = b"\xef\xbb\xbf"
+#: Lines `first_json_object` looks through for an object (a stray first line is not the format).
+_SNIFF_LINES = 8
 #: Columns W&B adds to every history row; bookkeeping, not metrics.
 INTERNAL_PREFIX = "_"
 STEP, TIMESTAMP, MEDIA_TAG = "_step", "_timestamp", "_type"
@@ -125,7 +129,7 @@ def _native_frame(path: Path) -> tuple[pl.DataFrame | None, int]:
     Only this function holds the file's bytes, so a rewritten copy replaces
     them instead of doubling the memory. PolarsError when polars cannot read it.
     """
-    data, bad = _cut_broken_tail(path.read_bytes())
+    data, bad = _cut_broken_tail(path.read_bytes().removeprefix(_BOM))
     if not data or data.isspace():
         return None, bad
     schema = _sample_schema(data)
@@ -335,7 +339,7 @@ def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
     """
     rows: list[dict[str, Any]] = []
     bad = 0
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
         for line in fh:
             line = line.strip()
             if not line:
@@ -353,11 +357,18 @@ def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
 
 
 def first_json_object(path: Path) -> dict[str, Any] | None:
-    """The first line of a .jsonl file as a dict, or None (for cheap format sniffing)."""
+    """The first JSON object among a .jsonl file's first lines, or None (cheap format sniffing;
+    a byte-order mark or one damaged opening line must not hide a history)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            line = fh.readline(1 << 20)
-        row = json.loads(line)
-    except (OSError, ValueError):
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            lines = [fh.readline(1 << 20) for _ in range(_SNIFF_LINES)]
+    except OSError:
         return None
-    return row if isinstance(row, dict) else None
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            return row
+    return None

@@ -144,16 +144,26 @@ def _read_folder(folder: Path) -> _Segment:
             if _beside(folder, SUMMARY) is not None:
                 raise ReadError(f"{folder}: W&B run folder with final summary values only, no history (its run-*.wandb file is missing)")
             raise ReadError(f"{folder}: W&B run folder without a readable history")
-        frame, bad = read_history(history)
-        seg.frames.append(frame)
-        if bad:
-            seg.warnings.append(f"{history.name}: skipped {bad} unreadable line(s)")
+        seg.frames.append(_history_frame(history, seg))
     seg.config = flatten(unwrap_wandb(seg.config))
     if not seg.config:
         yaml_path = _beside(folder, "config.yaml")
         if yaml_path is not None:
             seg.config = load_config_file(yaml_path, seg.warnings)
     return seg
+
+
+def _history_frame(history: Path, seg: _Segment) -> pl.DataFrame:
+    """A `wandb-history.jsonl` as a tidy frame; ReadError naming the file when it is empty or
+    no line of it is a history row (a 0-byte or garbage file is no run without metrics)."""
+    frame, bad = read_history(history)
+    if frame.is_empty() and history.stat().st_size == 0:
+        raise ReadError(f"{history}: empty file (0 bytes), no history")
+    if frame.is_empty() and bad:
+        raise ReadError(f"{history}: no line is a W&B history row ({bad} unreadable line(s))")
+    if bad:
+        seg.warnings.append(f"{history.name}: skipped {bad} unreadable line(s)")
+    return frame
 
 
 def read(source: Source) -> list[Run]:
