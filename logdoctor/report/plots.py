@@ -3,9 +3,12 @@
 What a figure shows, top to bottom:
 
 * the loss panel: train and validation loss, the LR on a twin axis, each
-  finding's step range shaded in its severity colour and labelled with its
-  code, and a marker where the loss first turns NaN/inf;
-* a grad-norm panel and a loss-scale panel, only where the run logs them.
+  finding's step range shaded in its severity colour (its code in the legend,
+  above the axes, so no label covers data), spike steps as ticks along the
+  top, a marker on every finite point with no finite neighbour (a lone value
+  between NaNs draws no line), and a marker where the loss first turns NaN/inf;
+* a grad-norm panel (with the clip threshold as a dashed line when a finding
+  knows it) and a loss-scale panel, only where the run logs them.
 
 Renderers compute nothing new: the figure draws the run's own scalars (looked
 up by the roles the diagnosis already assigned) and the findings' step ranges.
@@ -185,9 +188,11 @@ class RunPlotter:
         if not panels:
             return None
         fig, axes, twin = self._layout(len(panels), bool(panels[0].twin))
-        for ax, panel in zip(axes, panels):
-            _draw_panel(ax, panel, self._ticks, twin if panel.twin else None)
-        _shade_findings(axes, panels, rd)
+        keys = [_draw_panel(ax, panel, self._ticks, twin if panel.twin else None) for ax, panel in zip(axes, panels)]
+        for i, extra in _mark_findings(axes, panels, rd).items():
+            keys[i] = (keys[i][0] + extra[0], keys[i][1] + extra[1])
+        for ax, (handles, labels) in zip(axes, keys):
+            _legend(ax, handles, labels)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=self.dpi)
         return buf.getvalue()
@@ -236,8 +241,9 @@ def _log_y(ax, formatter, base: float = 10) -> None:
     ax.yaxis.set_minor_locator(NullLocator())
 
 
-def _draw_panel(ax, panel: Panel, ticks: dict, twin=None) -> None:
-    """Draw a panel's lines on `ax` (and its LR on `twin`), log-scaled where a curve spans decades."""
+def _draw_panel(ax, panel: Panel, ticks: dict, twin=None) -> tuple[list, list]:
+    """Draw a panel's lines on `ax` (and its LR on `twin`), log-scaled where a curve spans decades;
+    returns the legend's (handles, labels)."""
     positive = True
     spans = []
     nan_marks = 0
@@ -247,6 +253,7 @@ def _draw_panel(ax, panel: Panel, ticks: dict, twin=None) -> None:
         label = f"{split}: {s.name}" if split and split != s.name else s.name
         style = {"marker": "o", "markersize": 3} if len(x) <= 60 and role == "val_loss" else {}
         ax.plot(x, y, color=LINE_COLOR.get(role, LINE_COLOR["other"]), lw=1.2, label=label, **style)
+        _mark_isolated(ax, s, LINE_COLOR.get(role, LINE_COLOR["other"]))
         if len(y):
             positive &= bool(y.min() > 0)
             spans.append((y.min(), y.max()))
@@ -281,8 +288,23 @@ def _draw_panel(ax, panel: Panel, ticks: dict, twin=None) -> None:
                 twin.set_ylim(0, y.max() * 1.25)
         h, lab = twin.get_legend_handles_labels()
         handles, labels = handles + h, labels + lab
+    return handles, labels
+
+
+def _mark_isolated(ax, s: Series, color: str) -> None:
+    """Markers on finite points with no finite neighbour: a line needs two points, so a value
+    between NaNs (or a one-point series) would otherwise not be drawn at all."""
+    ok = s.finite
+    before = np.concatenate([[False], ok[:-1]])
+    after = np.concatenate([ok[1:], [False]])
+    alone = ok & ~before & ~after
+    if alone.any():
+        ax.plot(s.steps[alone], s.values[alone], ls="", marker="o", markersize=4, color=color)
+
+
+def _legend(ax, handles: list, labels: list) -> None:
+    """The legend above the axes, so it never hides a curve; findings' codes are in it too."""
     if handles:
-        # above the axes, so it never hides the curve or a finding's label
         ax.legend(
             handles, [_short(lab) for lab in labels], fontsize=7.5, loc="lower right", bbox_to_anchor=(1.0, 1.0),
             ncol=min(4, len(handles)), frameon=False, borderaxespad=0.1,
@@ -293,9 +315,16 @@ def _short(label: str, limit: int = 48) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
-def _shade_findings(axes: list, panels: list[Panel], rd: RunDiagnosis) -> None:
-    """Shade each finding's step range on the panel showing its metric (else the first), labelled with its code."""
-    stacked: dict[int, int] = {}
+def _mark_findings(axes: list, panels: list[Panel], rd: RunDiagnosis) -> dict[int, tuple[list, list]]:
+    """Shade each finding's step range on the panel showing its metric (else the first).
+
+    Where the finding's evidence names them, its events are drawn too: each spike step as a
+    tick at the top of the panel, the clip threshold as a dashed line on the grad-norm panel.
+    Codes go in the panel's legend (returned per axes index), never over the data.
+    """
+    from matplotlib.patches import Patch
+
+    keys: dict[int, tuple[list, list]] = {}
     for f in rd.findings:
         if not f.steps:
             continue
@@ -312,13 +341,17 @@ def _shade_findings(axes: list, panels: list[Panel], rd: RunDiagnosis) -> None:
         for k, other in enumerate(axes):  # a faint band on the other panels keeps the eye aligned
             if k != i and a != b:
                 other.axvspan(a, b, color=color, alpha=0.06, lw=0)
-        level = stacked.get(i, 0)
-        stacked[i] = level + 1
-        ax.annotate(
-            f.code, xy=(a, 1 - 0.11 * level), xycoords=("data", "axes fraction"), xytext=(3, -3),
-            textcoords="offset points", va="top", fontsize=8.5, fontweight="bold", color=color,
-            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
-        )
+        events = f.evidence.get("spike_steps")
+        if isinstance(events, (list, tuple)) and events:
+            ax.vlines(events, 0.9, 1.0, transform=ax.get_xaxis_transform(), color=color, lw=1.5)
+        threshold = f.evidence.get("clip_threshold")
+        if isinstance(threshold, (int, float)) and panels[i].key == "grad_norm":
+            ax.axhline(threshold, color=color, ls="--", lw=1.2)
+            handles, labels = keys.get(i, ([], []))
+            keys[i] = (handles + [ax.lines[-1]], labels + [f"clip threshold {fmt_num(threshold)}"])
+        handles, labels = keys.get(i, ([], []))
+        keys[i] = (handles + [Patch(color=color, alpha=0.35)], labels + [f.code])
+    return keys
 
 
 #: Draw in worker processes from this many runs on.
