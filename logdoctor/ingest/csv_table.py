@@ -65,6 +65,8 @@ _MAX_HEADER_BYTES = 8 * 1024 * 1024
 #: Above this share of undecodable or control characters a file is binary, not a text CSV
 #: (a latin-1 accent in a UTF-8 read is one odd character, random bytes are half of them).
 _BINARY_SHARE = 0.05
+#: Control characters other than tab / newlines, and the mark of an undecodable byte.
+_ODD_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffd]")
 _EVENTS_PREFIX = "events.out.tfevents"
 #: Config files a layout's writer leaves beside its CSV (YOLOv5 wrote opt.yaml + hyp.yaml, v8+ args.yaml).
 _SIDECARS = {"lightning": ("hparams.yaml",), "ultralytics": ("args.yaml", "opt.yaml", "hyp.yaml")}
@@ -108,8 +110,7 @@ def _head(path: Path) -> bytes | None:
 def _is_binary(text: str) -> bool:
     """True when too many characters are undecodable or control characters for a text file."""
     sample = text[:4096]
-    odd = sum(ch == "\ufffd" or (ch < " " and ch not in "\t\r\n") for ch in sample)
-    return "\x00" in sample or odd > _BINARY_SHARE * len(sample)
+    return "\x00" in sample or len(_ODD_CHARS.findall(sample)) > _BINARY_SHARE * len(sample)
 
 
 def sniff(path: Path) -> tuple[list[str], Dialect] | None:
@@ -309,9 +310,7 @@ def _numbers(table: Table, column: str, kept: pl.Series | None, first_line: int,
     """A text column as numbers when most of its filled cells are numbers (padded ` 1.5`, `nan`, `inf`);
     the odd cell out (`diverged`) becomes null with a warning naming it. A column of words stays text."""
     text = table.frame.get_column(column).str.strip_chars()
-    if decimal_comma:
-        text = text.str.replace(",", ".", literal=True)
-    number = text.cast(pl.Float64, strict=False)
+    number = (text.str.replace(",", ".", literal=True) if decimal_comma else text).cast(pl.Float64, strict=False)
     filled = text.is_not_null() & (text != "")
     bad = filled & number.is_null()
     n_filled, n_bad = int(filled.sum()), int(bad.sum())
