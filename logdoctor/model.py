@@ -5,6 +5,7 @@ can all share these types without pulling in each other's dependencies.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,18 @@ SCALAR_SCHEMA = {
 }
 
 SEVERITIES = ("critical", "warning", "info")
+#: C0/C1 control characters and DEL: an ESC in a metric name would drive the user's terminal.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character shown as a visible escape (ESC -> `\\x1b`).
+
+    Applied once, where runs leave the readers, to every string a log supplies (run and metric
+    names, config keys and values, warnings, notes): every report format then only has to
+    escape its own syntax (Markdown, HTML, rich markup).
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 
 

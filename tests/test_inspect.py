@@ -94,3 +94,18 @@ def test_inspect_missing_path_is_one_line_exit_2(tmp_path):
     result = _invoke(str(tmp_path / "nope"))
     assert result.exit_code == 2
     assert "no such file or folder" in result.output and "Traceback" not in result.output
+
+
+def test_control_characters_in_log_strings_never_reach_the_terminal(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(tmp_path / "run")) as writer:
+        for step in range(20):
+            writer.add_scalar("\x1b[31mval_loss\x1b[0m", 1.0 / (step + 1), step)
+            writer.add_scalar("loss\x07\nnext", 1.0 / (step + 1), step)
+    for command in (["inspect", str(tmp_path)], ["analyze", str(tmp_path)], ["analyze", str(tmp_path), "--format", "md"]):
+        result = CliRunner().invoke(app, command, env=WIDE)
+        assert result.exit_code == 0, result.output
+        assert "\x1b" not in result.output and "\x07" not in result.output, command
+    result = _invoke(str(tmp_path))
+    assert "\\x1b[31mval_loss\\x1b[0m" in result.output and "loss\\x07\\x0anext" in result.output

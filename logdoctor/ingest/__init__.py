@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model import Run
+import polars as pl
+
+from ..model import Run, printable
 
 #: Format modules, in the order they are offered each folder. CSV layouts come
 #: before TensorBoard because Lightning (CSVLogger + TensorBoardLogger) and
@@ -110,7 +112,15 @@ def run_name(path: Path, root: Path) -> str:
 
 
 def read_source(source: Source, root: Path) -> tuple[list[Run], list[str]]:
-    """Read one source; never raises. Returns (runs, error lines)."""
+    """Read one source; never raises. Returns (runs, error lines), every string in them printable."""
+    runs, errors = _read_named(source, root)
+    for run in runs:
+        _make_printable(run)
+    return runs, [printable(line) for line in errors]
+
+
+def _read_named(source: Source, root: Path) -> tuple[list[Run], list[str]]:
+    """The source's runs named relative to `root`, runs without data turned into error lines."""
     try:
         runs = _module(source.format).read(source)
     except ReadError as exc:
@@ -125,6 +135,18 @@ def read_source(source: Source, root: Path) -> tuple[list[Run], list[str]]:
         run.name = base if not run.name else (run.name if base == "." else f"{base}/{run.name}")
         run.path = run.path or str(source.path)
     return runs, errors
+
+
+def _make_printable(run: Run) -> None:
+    """Control characters in the strings a log supplied become visible escapes (see `printable`);
+    the metric column is only rewritten when some name holds one (the common case costs a scan
+    of the distinct names)."""
+    run.name = printable(run.name)
+    run.warnings = [printable(w) for w in run.warnings]
+    run.notes = [printable(n) for n in run.notes]
+    run.config = {printable(str(k)): printable(v) if isinstance(v, str) else v for k, v in run.config.items()}
+    if any(printable(m) != m for m in run.metrics):
+        run.scalars = run.scalars.with_columns(pl.col("metric").map_elements(printable, return_dtype=pl.Utf8))
 
 
 def _with_data(runs: list[Run]) -> tuple[list[Run], list[str]]:
