@@ -201,3 +201,13 @@ def test_trainer_state_with_float_steps(tmp_path):
     assert run.warnings == []
     assert list(series(run, "loss").steps) == list(range(10, 310, 10))
     assert series(run, "eval_loss").steps[0] == 300 and not math.isnan(series(run, "eval_loss").values[0])
+
+
+def test_rows_with_neither_step_nor_epoch_are_skipped_with_a_warning(tmp_path):
+    with open(tmp_path / "log.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["step", "loss", "val_loss"])
+        writer.writerows([[0, 1.0, ""], [1, 0.9, ""], ["", "", 0.95], [2, 0.8, ""]])
+    run = one_run(tmp_path)
+    assert list(series(run, "loss").steps) == [0, 1, 2] and "val_loss" not in run.metrics
+    assert run.warnings == ["1 row(s) with values but no step skipped"]

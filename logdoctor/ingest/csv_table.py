@@ -323,6 +323,13 @@ def _numbers(table: Table, column: str, kept: pl.Series | None, first_line: int,
     return pl.lit(number).alias(column)
 
 
+def _stepless_rows(frame: pl.DataFrame, step: str, metrics: list[str]) -> list[str]:
+    """A warning for rows that hold values but no step (nor an epoch to place them by): they cannot
+    be put on the curve, and dropping them unsaid would hide a metric."""
+    lost = frame.select((pl.col(step).is_null() & pl.any_horizontal(pl.col(m).is_not_null() for m in metrics)).sum()).item()
+    return [f"{lost} row(s) with values but no step skipped"] if lost else []
+
+
 def numeric_columns(frame: pl.DataFrame, exclude: set[str] = frozenset()) -> list[str]:
     return [c for c in frame.columns if c not in exclude and frame.schema[c].is_numeric() and c not in INDEX_COLUMNS]
 
@@ -400,4 +407,6 @@ def _read_csv_run(source: Source, path: Path) -> Run:
     if scalars.is_empty():
         raise ReadError(f"{path}: no row has both a numeric step and a metric value")
     notes.extend(steps.notes)
+    if steps.column is not None:
+        warnings.extend(_stepless_rows(steps.frame, steps.column, metrics))
     return Run(name="", path=str(source.path), format=kind, scalars=scalars, config=config, warnings=warnings, notes=notes)
