@@ -172,13 +172,34 @@ def test_reused_figures_leak_nothing_between_runs():
 def test_a_plot_that_fails_costs_only_that_figure(monkeypatch):
     from logdoctor.report import plots
 
-    def broken(self, rd):
+    def broken(self, rd, compact=False):
         if rd.run.name == "amp/fp16-run":
             raise ValueError("bad axis")
-        return original(self, rd)
+        return original(self, rd, compact)
 
     original = plots.RunPlotter.png
     monkeypatch.setattr(plots.RunPlotter, "png", broken)
     html = render_html(mixed())
     assert "plot failed (ValueError: bad axis)" in html
     assert html.count("<img") == 4
+
+
+def test_past_compact_from_runs_healthy_runs_get_a_small_loss_only_plot(monkeypatch):
+    """A 1,000-run report spent most of its time and size on healthy runs' full figures."""
+    from logdoctor.report import html as html_report
+
+    monkeypatch.setattr(html_report, "COMPACT_FROM", 3)
+    d = Diagnosis("runs/", [scaler(), healthy("h1"), healthy("h2"), diverging()])
+    page = render_html(d)
+    images = {m.group(2): len(m.group(3)) for m in re.finditer(r'<img class="plot( thumb)?" alt="curves of ([^"]+)" src="([^"]+)"', page)}
+    assert page.count('class="plot thumb"') == 2
+    assert max(images["h1"], images["h2"]) * 2 < min(images["amp/fp16-run"], images["sweep/lr=1.0/seed0"])
+
+
+def test_evidence_long_tail_is_folded_not_dropped():
+    rd = diverging()
+    rd.findings[0].evidence = {f"item_{i}": i for i in range(9)}
+    page = render_html(Diagnosis("runs/", [rd]), plots=False)
+    shown, folded = page.split('<details class="more">')
+    assert "item 5" in shown and "item 6" not in shown
+    assert "+3 more" in folded and all(f"item {i}" in folded for i in (6, 7, 8))

@@ -27,11 +27,14 @@ from html import escape
 from .. import __version__
 from ..model import Diagnosis, Finding, RunDiagnosis
 from .sparkline import svg_sparkline
-from .text import by_severity, evidence_items, fmt_num, main_loss, status_counts, step_range, verdict
+from .text import TOP_EVIDENCE, by_severity, evidence_items, fmt_num, main_loss, status_counts, step_range, verdict
 
 STATUS_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓", "not checked": "·"}
 #: With more runs than this, healthy runs start collapsed.
 EXPAND_ALL_UP_TO = 12
+#: With more runs than this, healthy runs get a compact plot (loss panel alone, low resolution):
+#: they start collapsed, and their full figures made most of a 1,000-run report's time and size.
+COMPACT_FROM = 100
 #: Config entries shown per run (the rest are counted).
 MAX_CONFIG = 40
 
@@ -66,6 +69,7 @@ section.run>details[open]>summary:before{content:"▾ "}
 .body{padding:0 16px 14px}
 .meta{color:var(--mute);font-size:12.5px;margin-bottom:8px;word-break:break-all}
 img.plot{display:block;width:100%;max-width:800px;height:auto;margin:6px 0 10px;border:1px solid var(--line);border-radius:4px}
+img.plot.thumb{max-width:400px}
 ol.findings{list-style:none;padding:0;margin:0}
 li.finding{border:1px solid var(--line);border-left:4px solid var(--info);border-radius:4px;padding:8px 12px;margin:8px 0;background:#fcfcfd}
 li.finding.critical{border-left-color:var(--crit)}li.finding.warning{border-left-color:var(--warn)}
@@ -80,7 +84,8 @@ li.finding.critical{border-left-color:var(--crit)}li.finding.warning{border-left
 .cols ol li:first-child{font-weight:600}
 .fix li:first-child{font-weight:600}
 .warnings{color:#8a5a00;background:#fff8e6;border-radius:4px;padding:6px 10px 6px 26px;font-size:13px}
-details.config summary{cursor:pointer;color:var(--mute);font-size:12.5px}
+details.config summary,details.more summary{cursor:pointer;color:var(--mute);font-size:12.5px}
+details.more{display:contents}details.more[open]>summary{display:none}
 details.config table{font-size:12px;border-collapse:collapse}
 details.config td{padding:0 12px 0 0;word-break:break-all}
 .extra{background:#fff;border:1px solid var(--line);border-radius:6px;padding:4px 16px;margin:12px 0}
@@ -134,9 +139,19 @@ def _index(diagnosis: Diagnosis, ids: dict[int, int]) -> str:
     return f'<table class="index"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
+def _evidence(items: list[tuple[str, str]]) -> str:
+    """Every evidence item, the first `TOP_EVIDENCE` in view and the long tail folded away
+    (rules list their most telling numbers first)."""
+    spans = [f'<span class="ev">{escape(k)} <b>{escape(v)}</b></span>' for k, v in items]
+    if len(spans) <= TOP_EVIDENCE:
+        return "".join(spans)
+    rest = len(spans) - TOP_EVIDENCE
+    return "".join(spans[:TOP_EVIDENCE]) + f'<details class="more"><summary>+{rest} more</summary>{"".join(spans[TOP_EVIDENCE:])}</details>'
+
+
 def _finding(f: Finding) -> str:
     loc = " · ".join(p for p in (f"<code>{escape(f.metric)}</code>" if f.metric else "", escape(step_range(f))) if p)
-    ev = "".join(f'<span class="ev">{escape(k)} <b>{escape(v)}</b></span>' for k, v in evidence_items(f.evidence))
+    ev = _evidence(evidence_items(f.evidence))
     causes = "".join(f"<li>{escape(c)}</li>" for c in f.causes)
     fixes = "".join(f"<li>{escape(x)}</li>" for x in f.fixes)
     cols = ""
@@ -174,13 +189,14 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _run(i: int, rd: RunDiagnosis, figure, expanded: bool) -> str:
-    """One run's section; `figure` is its plots.Plot (or None without plots)."""
+def _run(i: int, rd: RunDiagnosis, figure, expanded: bool, thumbnail: bool = False) -> str:
+    """One run's section; `figure` is its plots.Plot (or None without plots), shown at its
+    own small size when it is a `thumbnail`."""
     roles = ", ".join(f"{escape(role)} = <code>{escape(name)}</code>" for role, name in rd.roles.items())
     plot = ""
     if figure is not None and figure.png:
         data = base64.b64encode(figure.png).decode()
-        plot = f'<img class="plot" alt="curves of {escape(rd.run.name)}" src="data:image/png;base64,{data}">'
+        plot = f'<img class="plot{" thumb" if thumbnail else ""}" alt="curves of {escape(rd.run.name)}" src="data:image/png;base64,{data}">'
     elif figure is not None and figure.error:
         plot = f'<p class="meta">{escape(figure.error)}</p>'
     findings = f'<ol class="findings">{"".join(_finding(f) for f in rd.findings)}</ol>' if rd.findings else "<p>No problem found.</p>"
@@ -216,15 +232,16 @@ def render_html(
     ordered = by_severity(diagnosis.runs)
     ids = {id(rd): i for i, rd in enumerate(ordered, 1)}
     many = len(ordered) > EXPAND_ALL_UP_TO
+    thumbnails = [len(ordered) > COMPACT_FROM and verdict(rd) == "healthy" for rd in ordered]
     if plots and ordered:
         from .plots import draw_all
 
-        figures = draw_all(ordered, progress)
+        figures = draw_all(ordered, progress, compact=thumbnails)
     else:
         figures = iter(())
     sections = [
-        _run(i, rd, next(figures, None), expanded=not (many and rd.status == "healthy"))
-        for i, rd in enumerate(ordered, 1)
+        _run(i, rd, next(figures, None), expanded=not (many and rd.status == "healthy"), thumbnail=small)
+        for i, (rd, small) in enumerate(zip(ordered, thumbnails), 1)
     ]
     counts = status_counts(diagnosis.runs)
     badges = "".join(f'<span class="bg-{_css(s)}">{n} {s}</span>' for s, n in counts.items())

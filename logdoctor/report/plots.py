@@ -17,7 +17,9 @@ Scale: a 1,000-run report must take seconds, not minutes. Long series are
 downsampled for drawing with min/max per bucket (`downsample`), which keeps
 every spike visible; a `RunPlotter` reuses one Agg figure per panel layout
 with fixed margins (a layout engine would measure every text box and double
-the drawing time); figures are small 100-dpi PNGs.
+the drawing time); figures are small 100-dpi PNGs, and a compact figure (the
+loss panel alone at `COMPACT_DPI`, for healthy runs in a big report) a
+quarter of that.
 
 From `POOL_MIN_RUNS` runs on, `draw_all` spreads the figures over worker
 processes (spawned: fork is unsafe once polars' thread pool exists), each
@@ -149,18 +151,18 @@ class RunPlotter:
         self._Figure = Figure
         self.width_in = width_in
         self.dpi = dpi
-        self._layouts: dict[tuple[int, bool], tuple[object, list, object]] = {}
+        self._layouts: dict[tuple[int, bool, bool], tuple[object, list, object]] = {}
 
-    def _layout(self, n: int, twin: bool):
+    def _layout(self, n: int, twin: bool, compact: bool = False):
         """(figure, panel axes, twin axes or None), empty and ready to draw on."""
-        cached = self._layouts.get((n, twin))
+        cached = self._layouts.get((n, twin, compact))
         if cached is not None:
             fig, axes, tw = cached
             for ax in axes + ([tw] if tw is not None else []):
                 _empty(ax)
             return cached
         height = 2.7 + 1.45 * (n - 1)
-        fig = self._Figure(figsize=(self.width_in, height), dpi=self.dpi)
+        fig = self._Figure(figsize=(self.width_in, height), dpi=COMPACT_DPI if compact else self.dpi)
         # fixed margins in inches (room for the LR twin axis and the legends above each panel):
         # a layout engine would measure every text box per figure and double the drawing time
         fig.subplots_adjust(
@@ -179,22 +181,23 @@ class RunPlotter:
             tw = axes[0].twinx()
             tw.set_ylabel("learning rate", fontsize=9, color=LINE_COLOR["lr"])
             tw.tick_params(labelsize=8, colors=LINE_COLOR["lr"])
-        self._layouts[(n, twin)] = (fig, axes, tw)
+        self._layouts[(n, twin, compact)] = (fig, axes, tw)
         return fig, axes, tw
 
-    def png(self, rd: RunDiagnosis) -> bytes | None:
-        """The run's figure as PNG bytes, or None when it logs nothing drawable."""
-        panels = plot_series_for(rd)
+    def png(self, rd: RunDiagnosis, compact: bool = False) -> bytes | None:
+        """The run's figure as PNG bytes, or None when it logs nothing drawable; `compact` draws
+        the loss panel alone, smaller (a thumbnail for a healthy run in a big report)."""
+        panels = plot_series_for(rd)[:1] if compact else plot_series_for(rd)
         if not panels:
             return None
-        fig, axes, twin = self._layout(len(panels), bool(panels[0].twin))
+        fig, axes, twin = self._layout(len(panels), bool(panels[0].twin), compact)
         keys = [_draw_panel(ax, panel, self._ticks, twin if panel.twin else None) for ax, panel in zip(axes, panels)]
         for i, extra in _mark_findings(axes, panels, rd).items():
             keys[i] = (keys[i][0] + extra[0], keys[i][1] + extra[1])
         for ax, (handles, labels) in zip(axes, keys):
             _legend(ax, handles, labels)
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=self.dpi)
+        fig.savefig(buf, format="png", dpi=fig.dpi)
         return buf.getvalue()
 
 
@@ -354,6 +357,8 @@ def _mark_findings(axes: list, panels: list[Panel], rd: RunDiagnosis) -> dict[in
     return keys
 
 
+#: Resolution of a compact figure (the loss panel alone, for healthy runs in a big report).
+COMPACT_DPI = 50
 #: Draw in worker processes from this many runs on.
 POOL_MIN_RUNS = 64
 #: Runs handed to a worker at a time.
@@ -370,14 +375,14 @@ class Plot(NamedTuple):
 _WORKER_PLOTTER: RunPlotter | None = None
 
 
-def _draw(rd: RunDiagnosis, plotter: RunPlotter | None = None) -> Plot:
+def _draw(rd: RunDiagnosis, compact: bool = False, plotter: RunPlotter | None = None) -> Plot:
     """One run's figure; a plotting failure costs that run's figure, not the report."""
     global _WORKER_PLOTTER
     if plotter is None:
         _WORKER_PLOTTER = _WORKER_PLOTTER or RunPlotter()
         plotter = _WORKER_PLOTTER
     try:
-        return Plot(plotter.png(rd))
+        return Plot(plotter.png(rd, compact))
     except Exception as exc:  # noqa: BLE001 - shown in the report next to the run
         return Plot(None, f"plot failed ({type(exc).__name__}: {exc})")
 
@@ -388,17 +393,22 @@ def _init_worker() -> None:
 
 
 def draw_all(
-    runs: list[RunDiagnosis], progress: Callable[[int, int], None] | None = None, jobs: int | None = None
+    runs: list[RunDiagnosis],
+    progress: Callable[[int, int], None] | None = None,
+    jobs: int | None = None,
+    compact: list[bool] | None = None,
 ) -> Iterator[Plot]:
-    """Each run's Plot, in order; many runs are drawn in a process pool (`jobs` workers, default: one per core)."""
+    """Each run's Plot, in order; many runs are drawn in a process pool (`jobs` workers, default:
+    one per core). `compact[i]` draws run i as a loss-only thumbnail (`RunPlotter.png`)."""
     n = len(runs)
+    compact = compact or [False] * n
     jobs = min(jobs or os.cpu_count() or 1, max(1, n // _CHUNK))
     done = 0
     if n >= POOL_MIN_RUNS and jobs >= 2:
         try:
             context = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool:
-                for plot in pool.map(_draw, runs, chunksize=_CHUNK):
+                for plot in pool.map(_draw, runs, compact, chunksize=_CHUNK):
                     done += 1
                     yield plot
                     if progress:
@@ -406,8 +416,8 @@ def draw_all(
         except (BrokenProcessPool, OSError):
             pass  # workers could not start or died: draw the rest here
     plotter = RunPlotter() if done < n else None
-    for rd in runs[done:]:
+    for rd, small in zip(runs[done:], compact[done:]):
         done += 1
-        yield _draw(rd, plotter)
+        yield _draw(rd, small, plotter)
         if progress:
             progress(done, n)

@@ -37,7 +37,7 @@ from rich.text import Text
 
 from ..model import Diagnosis, Finding, RunDiagnosis, Series
 from .sparkline import sparkline
-from .text import by_severity, counts_line, evidence_items, fmt_num, main_loss, middle_ellipsis, short_names, verdict, where
+from .text import TOP_EVIDENCE, by_severity, counts_line, evidence_items, fmt_num, main_loss, middle_ellipsis, short_names, verdict, where
 
 VERDICT_STYLE = {"critical": "bold red", "warning": "bold yellow", "healthy": "bold green", "not checked": "bold cyan"}
 VERDICT_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓", "not checked": "·"}
@@ -49,9 +49,6 @@ SUMMARY_MIN_RUNS = 3
 WIDE = 100
 #: Causes shown per finding (the rest are in `logdoctor explain CODE` and the other formats).
 TOP_CAUSES = 2
-#: Evidence items shown per finding: rules list their most telling numbers first, and a wall of
-#: `key value` pairs hides them; JSON, Markdown and HTML keep every item.
-TOP_EVIDENCE = 6
 
 
 def status_text(rd: RunDiagnosis) -> Text:

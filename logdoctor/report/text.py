@@ -36,6 +36,10 @@ _PAIRS = (("start", "end"), ("first", "last"), ("initial", "final"), ("before", 
 _FRACTION_TOKENS = {"frac", "fraction", "share"}
 _STEP_TOKENS = {"step", "steps", "epoch", "epochs", "iteration", "iter", "count", "n", "points", "halvings"}
 _MAX_LIST = 6
+#: Evidence items in view per finding: rules list their most telling numbers first, and a wall of
+#: `key value` pairs hides them. The terminal counts the rest, HTML folds them, JSON and Markdown
+#: keep every item.
+TOP_EVIDENCE = 6
 
 
 def fmt_num(value: Any) -> str:
