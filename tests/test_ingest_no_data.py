@@ -81,3 +81,21 @@ def test_a_history_jsonl_with_a_bom_or_a_bad_first_line_is_still_read(tmp_path, 
     runs, errors = load_runs(tmp_path)
     assert errors == [] and len(runs) == 1 and len(runs[0].scalars) == 5
     assert runs[0].warnings == ([] if prefix.startswith(b"\xef") else ["history.jsonl: skipped 1 unreadable line(s)"])
+
+
+def test_a_folder_that_cannot_be_listed_is_one_line_and_the_rest_is_read(tmp_path, monkeypatch):
+    import os
+
+    write_scalars(tmp_path / "ok", steps=range(10))
+    (tmp_path / "locked").mkdir()
+    scandir = os.scandir
+
+    def denied(path="."):  # what a folder without read permission does to a non-root user
+        if os.fspath(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", denied)
+    runs, errors = load_runs(tmp_path)
+    assert [r.name for r in runs] == ["ok"]
+    assert errors == [f"{tmp_path / 'locked'}: cannot read folder (Permission denied)"]

@@ -77,8 +77,9 @@ def _formats() -> list[tuple[str, Callable]]:
     return out
 
 
-def discover(root: Path) -> Iterator[Source]:
-    """Yield every run source under `root` (a folder or a single file)."""
+def discover(root: Path, errors: list[str] | None = None) -> Iterator[Source]:
+    """Yield every run source under `root` (a folder or a single file); a folder that cannot be
+    listed adds one line to `errors` (a run hidden by permissions must not vanish silently)."""
     root = Path(root)
     formats = _formats()
     if root.is_file():
@@ -88,7 +89,11 @@ def discover(root: Path) -> Iterator[Source]:
                 yield from got.sources
                 return
         return
-    for folder, dirnames, filenames in os.walk(root):
+    def unreadable(exc: OSError) -> None:
+        if errors is not None:
+            errors.append(f"{exc.filename}: cannot read folder ({exc.strerror or type(exc).__name__})")
+
+    for folder, dirnames, filenames in os.walk(root, onerror=unreadable):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
         remaining = sorted(filenames)
         here = Path(folder)
@@ -169,7 +174,7 @@ def load_runs(root: Path) -> tuple[list[Run], list[str]]:
         raise ReadError(f"{root}: no such file or folder")
     runs: list[Run] = []
     errors: list[str] = []
-    for source in discover(root):
+    for source in discover(root, errors):
         got, errs = read_source(source, root)
         runs.extend(got)
         errors.extend(errs)
