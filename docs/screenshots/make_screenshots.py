@@ -6,8 +6,9 @@ Both show a showcase of the sample runs (the worst run per distinct top
 finding, plus a healthy one) so one screen holds the index and whole runs:
 
 * html-report.png: the top of the HTML report as headless Chromium renders it;
-* terminal-report.png: the terminal report (rich's SVG export of the same
-  renderer, rasterised by Chromium): the first two runs and the summary table.
+* terminal-report.png: exactly what `logdoctor analyze` prints at 80 columns
+  for the same runs (the CLI's own renderer, exported by rich as SVG and
+  rasterised by Chromium).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from rich.console import Console
 
 from logdoctor import analyze
 from logdoctor.report.html import render_html
-from logdoctor.report.terminal import render_run, render_summary
+from logdoctor.report.terminal import render_terminal
 from logdoctor.report.text import by_severity
 
 HERE = Path(__file__).parent
@@ -64,18 +65,13 @@ def main() -> None:
         page.write_text(render_html(diagnosis), encoding="utf-8")
         shoot(page, HERE / "html-report.png", (1100, 2300), tmp)
 
-        console = Console(record=True, width=92, force_terminal=True, color_system="truecolor", file=open("/dev/null", "w"))
-        problems = [rd for rd in diagnosis.runs if rd.status != "healthy"][:2]
+        console = Console(record=True, width=80, force_terminal=True, color_system="truecolor", file=open("/dev/null", "w"))
         console.print("$ logdoctor analyze sample_runs/", style="bold")
-        for rd in problems:
-            render_run(console, rd)
-            console.print()
-        console.print("…", style="dim")
-        render_summary(diagnosis, console)
+        render_terminal(diagnosis, console)
         lines = len(console.export_text(clear=False).splitlines())
         svg = tmp / "terminal.svg"
         svg.write_text(console.export_svg(title="logdoctor analyze sample_runs/"), encoding="utf-8")
-        shoot(svg, HERE / "terminal-report.png", (1060, 60 + 21 * lines), tmp)
+        shoot(svg, HERE / "terminal-report.png", (940, 60 + 21 * lines), tmp)
     print("wrote", HERE / "html-report.png", "and", HERE / "terminal-report.png")
 
 
