@@ -72,10 +72,24 @@ def test_healthy_model_is_clear(healthy, code):
 
 
 def test_overfit_one_batch_fails_with_double_softmax(workdir):
+    """Softmax before CrossEntropyLoss caps how low the loss can go: no LR tried reaches the goal."""
     outcome = probe("overfit_batch_failed", context(workdir, "double_softmax", steps=0), steps=60)
     assert outcome.status == "fired"
     ev = outcome.findings[0].evidence
-    assert ev["best_loss"] > 0.1 * ev["start_loss"] and ev["examples"] == models.EXAMPLES
+    assert ev["best_loss"] > ev["goal"] and ev["examples"] == models.EXAMPLES
+    assert len(ev["loss_by_lr"]) >= 3 and ev["reference_is"] == "ln 10"
+
+
+def test_overfit_one_batch_tries_the_runs_own_lr(workdir):
+    """Near miss: lr 1e-4 alone cannot memorise the batch in 200 steps, but the run's configured 1e-2 can."""
+    assert probe("overfit_batch_failed", context(workdir, "mlp", set_lr=1e-4), lrs=[1e-4]).status == "fired"
+    assert probe("overfit_batch_failed", context(workdir, "mlp", set_lr=1e-2), lrs=[1e-4]).status == "clear"
+
+
+def test_overfit_one_batch_judges_a_trained_checkpoint_against_ln_k(workdir):
+    """Near miss: a checkpoint already at loss 0.29 need not fall to a tenth of that, only below 10 % of ln K."""
+    outcome = probe("overfit_batch_failed", context(workdir, "mlp", steps=60, set_lr=1e-4), lrs=[1e-4])
+    assert outcome.status == "clear", [f.evidence for f in outcome.findings]
 
 
 def test_init_loss_far_from_log_k(workdir):

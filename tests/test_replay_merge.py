@@ -202,3 +202,19 @@ def test_every_probe_a_rule_names_exists():
 def test_replay_options_without_replay_are_refused(demo):
     result = CliRunner().invoke(app, ["analyze", str(demo), "--model", "x:y"], env=WIDE)
     assert result.exit_code == 2 and "only apply together with --replay" in result.stderr
+
+
+def test_failed_overfit_probe_confirms_model_causes_never_the_users_loop():
+    """The probe trains with its own loop: it can blame the labels or the loss, not a .detach() in the user's loop."""
+    from logdoctor.replay.catalogue import all_probes
+    from logdoctor.replay.checkpoint import Checkpoint
+    from logdoctor.replay.probe import Outcome
+    from logdoctor.replay.runner import ReplayResult
+
+    probe = all_probes()["overfit_batch_failed"]()
+    failed = probe.finding(None, title="overfit-one-batch failed at every LR tried", steps=None, confidence=0.85, evidence={})
+    result = ReplayResult(Checkpoint("c.pt", "training_dict"), [Outcome(probe, "fired", [failed])], [], "cpu")
+    flat = next(f for f in merge_replay(diagnosis_with(log_finding("flat")), result).findings if f.code == "flat")
+    confirmed = [c for c in flat.causes if "confirmed by probe overfit_batch_failed" in c]
+    assert confirmed and all("label" in c for c in confirmed)
+    assert not any("confirmed" in c for c in flat.causes if "detached from the graph" in c or "wrong order" in c)

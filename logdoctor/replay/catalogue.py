@@ -30,8 +30,8 @@ PROBES: tuple[type[Probe], ...] = (
     GradExplode,
     DeadRelu,
     InitLossOff,
+    LrRange,  # before overfit_batch_failed, which tries its best LR
     OverfitBatchFailed,
-    LrRange,
 )
 
 

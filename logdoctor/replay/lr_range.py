@@ -9,7 +9,7 @@ import torch
 
 from ..model import Finding
 from .optim_rebuild import build_optimizer
-from .probe import Probe, ReplayContext, Skip, configured_lr, fmt
+from .probe import Probe, ReplayContext, Skip, configured_run_lr, fmt
 from .target import train_mode
 
 
@@ -94,9 +94,10 @@ class LrRange(Probe):
         if not math.isfinite(start_loss):
             raise Skip("the loss at the checkpoint weights is not finite (see nan_source)")
         best_lr, best = min(curve, key=lambda c: c[1])
+        ctx.cache["lr_range_best_lr"] = best_lr  # overfit_batch_failed tries it too
         blowup = next((lr for lr, v in curve if lr > best_lr and v > start_loss), None)
         suggested = best_lr / 10
-        current = _configured_lr(ctx)
+        current = configured_run_lr(ctx)
         evidence = {
             "suggested_lr": suggested,
             "best_lr": best_lr,
@@ -124,9 +125,3 @@ class LrRange(Probe):
             return [self.report(ctx, title=f"configured lr {fmt(current)} is within the productive band (suggested {fmt(suggested)})", confidence=0.6, where=None, evidence=evidence)]
         return [self.report(ctx, title=title, confidence=0.7, where=None, severity="warning", evidence=evidence)]
 
-
-def _configured_lr(ctx: ReplayContext) -> float | None:
-    """The run's configured LR (largest over groups; the scheduler's peak, not its current position)."""
-    lrs = [configured_lr(g) for opt in ctx.ckpt.optimizers for g in opt.get("param_groups", [])]
-    lrs = [lr for lr in lrs if lr]
-    return max(lrs) if lrs else None

@@ -156,6 +156,13 @@ def configured_lr(hyper: dict) -> float | None:
     return None
 
 
+def configured_run_lr(ctx: ReplayContext) -> float | None:
+    """The run's configured LR (largest over groups; the scheduler's peak, not its current position)."""
+    lrs = [configured_lr(g) for opt in ctx.ckpt.optimizers for g in opt.get("param_groups", [])]
+    lrs = [lr for lr in lrs if lr]
+    return max(lrs) if lrs else None
+
+
 def fmt(x: float) -> str:
     """A compact number for titles (3 significant digits)."""
     if x == 0 or not math.isfinite(x):
