@@ -302,10 +302,30 @@ def test_scheduler_stepped_per_micro_batch():
 
 
 def test_scaler_skipped_steps_from_the_optimizer_step_count(healthy):
-    """The trainer counted 100 steps; Adam applied 20: 80 % were skipped, though the scale looks fine now."""
+    """The trainer counted 30 steps; Adam applied 20: a third were skipped, and scale 2048 fits 10 halvings."""
+    ckpt = copy.deepcopy(healthy)
+    ckpt.step, ckpt.scaler = 30, {**ckpt.scaler, "scale": 2048.0, "_growth_tracker": 0}
+    outcome = run("scaler_collapse", ckpt)
+    assert outcome.status == "fired" and outcome.findings[0].evidence["skipped_fraction"] == pytest.approx(1 / 3, abs=1e-3)
+    ckpt.step = 21
+    assert run("scaler_collapse", ckpt).status == "clear"
+
+
+def test_step_counting_micro_batches_is_not_skipped_steps(healthy):
+    """Near miss: gradient accumulation over 5 micro-batches, `step` counts them; 80 skips would have left
+    the scale near 0, not at 32768."""
     ckpt = copy.deepcopy(healthy)
     ckpt.step = 100
     outcome = run("scaler_collapse", ckpt)
-    assert outcome.status == "fired" and outcome.findings[0].evidence["skipped_fraction"] == 0.8
-    ckpt.step = 21
+    assert outcome.status == "clear" and outcome.findings == []
+
+
+def test_lightning_global_step_counts_every_optimizer(healthy):
+    """Near miss: a Lightning GAN, generator and discriminator 20 steps each, global_step 40."""
+    ckpt = copy.deepcopy(healthy)
+    ckpt.layout, ckpt.step = "lightning", 40
+    ckpt.optimizers = ckpt.optimizers * 2
+    ckpt.scaler = {**ckpt.scaler, "scale": 1024.0, "_growth_tracker": 0}
     assert run("scaler_collapse", ckpt).status == "clear"
+    ckpt.step = 52  # 12 of 52 steps really skipped (and scale 1024 fits 12 halvings): fires
+    assert run("scaler_collapse", ckpt).status == "fired"

@@ -126,6 +126,43 @@ def optimizer_steps(ctx: ReplayContext, index: int) -> int | None:
     return int(max(steps)) if steps else None
 
 
+def applied_steps(ctx: ReplayContext) -> int | None:
+    """Updates the optimizers applied, counted the way the checkpoint's step counter counts them.
+
+    Lightning's global_step counts every optimizer's steps (a GAN's generator and discriminator
+    each add one), so its optimizers' counts add up; a hand-written loop steps each optimizer once
+    per iteration, so the most-stepped one is the iteration count.
+    """
+    counts = [c for c in (optimizer_steps(ctx, i) for i in range(len(ctx.ckpt.optimizers))) if c is not None]
+    if not counts:
+        return None
+    return sum(counts) if ctx.ckpt.layout == "lightning" else max(counts)
+
+
+#: The largest GradScaler init_scale assumed (the default is 2**16): generous, so that only a scale
+#: no configuration could reach rules skipped steps out.
+MAX_INIT_SCALE = 2.0**24
+
+
+def skips_possible(state: dict[str, Any], scale: float, steps: int, skips: int) -> bool:
+    """Could the scaler have skipped `skips` of `steps` steps and still sit at `scale`?
+
+    Every skipped step multiplies the scale by backoff_factor (0.5); growing it back takes
+    growth_interval clean steps per growth_factor. A scale above what that allows means the steps
+    were not skipped: the step counter counts something else (micro-batches under gradient
+    accumulation, several optimizers), and inferring skips from it would be a false alarm.
+    """
+    if skips <= 0 or scale <= 0:
+        return True
+    growth = _number(state.get("growth_factor")) or 2.0
+    backoff = _number(state.get("backoff_factor")) or 0.5
+    interval = _number(state.get("growth_interval")) or 2000.0
+    if not (growth > 1 and 0 < backoff < 1):
+        return True
+    highest = math.log2(MAX_INIT_SCALE) + ((steps - skips) // interval) * math.log2(growth) + skips * math.log2(backoff)
+    return math.log2(scale) <= highest
+
+
 class ScalerCollapse(Probe):
     """The saved AMP GradScaler scale has collapsed.
 
@@ -134,9 +171,12 @@ class ScalerCollapse(Probe):
         and only halves on an overflowing step), or far below its start with
         the growth tracker at 0: it just backed off again. Steps with inf/NaN
         gradients are skipped, so the weights stop moving while the loss still
-        prints. Also fires when the optimizer's own step count (Adam's `step`)
-        is at least `skipped_fraction` behind the training step counter: that
-        share of the steps was skipped.
+        prints. Also fires when the optimizer's own step count (Adam's `step`;
+        summed over optimizers for Lightning, whose global_step counts each
+        optimizer's steps) is at least `skipped_fraction` behind the training
+        step counter: that share of the steps was skipped. Not when the saved
+        scale is too high for that many skips (each one halves it): then the
+        counter counts micro-batches or something else, not skipped steps.
     Root causes:
         - fp16 activations or logits exceed 65504 every step, so every gradient overflows and every step is skipped
         - a NaN/Inf in the weights or the loss makes every step overflow, whatever the scale
@@ -160,10 +200,13 @@ class ScalerCollapse(Probe):
         scale = _number(state["scale"])
         tracker = _number(state.get("_growth_tracker"))
         evidence = {"scale": scale, "growth_tracker": tracker, "log2_scale": round(math.log2(scale), 2) if scale > 0 else None}
-        applied, step = optimizer_steps(ctx, 0), ctx.ckpt.step
+        applied, step = applied_steps(ctx), ctx.ckpt.step
         skipped = 1 - applied / step if applied is not None and step else None
         if skipped is not None:
             evidence.update(optimizer_steps=applied, training_steps=step, skipped_fraction=max(0.0, skipped))
+            if not skips_possible(state, scale, step, step - applied):
+                evidence["skipped_fraction_ruled_out_by_scale"] = True
+                skipped = None
         if scale <= self.params["collapsed_scale"]:
             return [self.report(ctx, title=f"GradScaler scale collapsed to {fmt(scale)} (starts at 65536)", confidence=0.95, where="scaler", evidence=evidence)]
         if skipped is not None and skipped >= self.params["skipped_fraction"]:
