@@ -329,3 +329,39 @@ def test_lightning_global_step_counts_every_optimizer(healthy):
     assert run("scaler_collapse", ckpt).status == "clear"
     ckpt.step = 52  # 12 of 52 steps really skipped (and scale 1024 fits 12 halvings): fires
     assert run("scaler_collapse", ckpt).status == "fired"
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda opt: torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=5),
+        lambda opt: torch.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=5),
+    ],
+    ids=["linear_warmup", "constant_warmup"],
+)
+def test_a_finished_warmup_is_not_an_exhausted_schedule(build):
+    """Near miss: a LinearLR / ConstantLR warmup's total_iters is the warmup's length; past it the LR is at base."""
+    model = mlp()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    sched = build(opt)
+    train(model, opt, 20, sched)
+    ckpt = checkpoint(model, opt, sched, step=20)
+    assert run("scheduler_exhausted", ckpt).status in ("clear", "skipped")
+    assert not ReplayContext(ckpt).finished()
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda opt: torch.optim.lr_scheduler.LinearLR(opt, start_factor=1.0, end_factor=0.0, total_iters=5),
+        lambda opt: torch.optim.lr_scheduler.PolynomialLR(opt, total_iters=5),
+    ],
+    ids=["linear_decay", "polynomial"],
+)
+def test_a_decaying_schedule_stepped_past_its_total_fires(build):
+    model = mlp()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    sched = build(opt)
+    train(model, opt, 20, sched)
+    outcome = run("scheduler_exhausted", checkpoint(model, opt, sched, step=20))
+    assert outcome.status == "fired" and outcome.findings[0].evidence["planned_total"] == 5

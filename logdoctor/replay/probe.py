@@ -53,8 +53,8 @@ class ReplayContext:
         if self.ckpt.planned_steps and self.ckpt.step is not None:
             return self.ckpt.step >= self.ckpt.planned_steps
         for state in self.ckpt.schedulers:
-            total = next((state[k] for k in ("T_max", "total_steps", "total_iters") if isinstance(state.get(k), (int, float))), None)
-            if total and isinstance(state.get("last_epoch"), (int, float)) and state["last_epoch"] >= total:
+            total = planned_total(state)
+            if total and isinstance(state.get("last_epoch"), (int, float)) and state["last_epoch"] >= total[0]:
                 return True
         return False
 
@@ -63,6 +63,31 @@ class ReplayContext:
         if key not in self.cache:
             self.cache[key] = compute()
         return self.cache[key]
+
+
+def planned_total(state: dict[str, Any]) -> tuple[float, str] | None:
+    """(the run length a scheduler was built for, its family), or None when its state holds none.
+
+    `total_iters` is a run length only for schedules that decay over it (PolynomialLR, a LinearLR
+    from high to low). For a LinearLR warmup or a ConstantLR it is the warmup's length: past it the
+    LR simply stays at its base, which is the plan, not an exhausted schedule.
+    """
+    def number(key: str) -> float | None:
+        value = state.get(key)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    for key, family in (("T_max", "CosineAnnealingLR"), ("total_steps", "OneCycleLR")):
+        if number(key):
+            return number(key), family
+    total = number("total_iters")
+    if not total:
+        return None
+    if "power" in state:
+        return total, "PolynomialLR"
+    start, end = number("start_factor"), number("end_factor")
+    if start is not None and end is not None and end < start:
+        return total, "LinearLR (decay)"
+    return None
 
 
 @dataclass

@@ -7,11 +7,7 @@ from typing import Any
 import torch
 
 from ..model import Finding
-from .probe import Probe, ReplayContext, Skip, fmt
-
-#: Scheduler state keys that hold its planned length, by scheduler family.
-TOTAL_KEYS = (("T_max", "CosineAnnealingLR"), ("total_steps", "OneCycleLR"), ("total_iters", "LinearLR/PolynomialLR"))
-
+from .probe import Probe, ReplayContext, Skip, fmt, planned_total
 
 def _number(value: Any) -> float | None:
     if isinstance(value, torch.Tensor) and value.numel() == 1:
@@ -22,10 +18,9 @@ def _number(value: Any) -> float | None:
 def schedule_position(state: dict[str, Any]) -> dict[str, Any]:
     """Where one scheduler stands: position, planned total (if it has one), LR as a fraction of its base."""
     out: dict[str, Any] = {"last_epoch": _number(state.get("last_epoch"))}
-    for key, family in TOTAL_KEYS:
-        if _number(state.get(key)) is not None:
-            out["planned_total"], out["family"] = _number(state[key]), family
-            break
+    total = planned_total(state)
+    if total:
+        out["planned_total"], out["family"] = total
     base = [b for b in state.get("base_lrs", []) if isinstance(b, (int, float))]
     last = [x for x in state.get("_last_lr", []) if isinstance(x, (int, float))]
     ratios = [lr / b for lr, b in zip(last, base) if b > 0]
@@ -40,7 +35,8 @@ class SchedulerExhausted(Probe):
 
     Symptom:
         The saved scheduler has stepped beyond the length it was built for
-        (last_epoch > T_max / total_steps / total_iters), or its LR is at a
+        (last_epoch > T_max / total_steps, or total_iters of a decaying
+        PolynomialLR / LinearLR; a warmup's total_iters is no run length), or its LR is at a
         small fraction of the base LR while the run still had a large part of
         its planned steps to go, or it has stepped `cadence_ratio` or more
         times per update the optimizer actually applied (Adam's step count).
