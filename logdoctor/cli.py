@@ -68,13 +68,15 @@ def fail(message: str) -> "typer.Exit":
 
 def _load_config(config_file: Optional[Path], path: Path, select: Optional[str], ignore: Optional[str]):
     from .config import ConfigError, check_rules, load_config, unknown_codes
+    from .replay import PROBE_CODES
     from .rules import all_rules
 
-    known = all_rules()
+    rules = all_rules()
+    known = set(rules) | set(PROBE_CODES)  # probes are switched on and off like rules
     try:
         config = load_config(config_file, start=path if path.exists() else None)
         if config.rules or config.select or config.ignore:
-            thresholds, complete = _threshold_catalogue(known, set(config.rules) - set(known))
+            thresholds, complete = _threshold_catalogue(rules, set(config.rules) - set(rules))
             check_rules(config, thresholds, known, complete)
     except ConfigError as exc:
         raise fail(str(exc)) from None
@@ -82,6 +84,18 @@ def _load_config(config_file: Optional[Path], path: Path, select: Optional[str],
     for code in unknown_codes((split(select) or []) + (split(ignore) or []), known):
         raise fail(f"unknown rule code '{code}' (see `logdoctor rules`)")
     return config.merged(split(select), split(ignore))
+
+
+def _rules_only(config):
+    """The config log rules see: a select list naming only probes leaves every rule on (see
+    replay.runner.probe_enabled, the other half)."""
+    from dataclasses import replace
+
+    from .replay import PROBE_CODES
+
+    if not config.select:
+        return config
+    return replace(config, select=[c for c in config.select if c not in PROBE_CODES] or None)
 
 
 def _threshold_catalogue(rules: dict, others: set[str]) -> tuple[dict[str, dict], bool]:
@@ -136,7 +150,7 @@ def analyze(
     config = _load_config(config_file, path, select, ignore)
     try:
         with _progress("diagnosing", enabled=not quiet) as progress:
-            diagnosis = run_analysis(path, config, progress=progress)
+            diagnosis = run_analysis(path, _rules_only(config), progress=progress)
     except ReadError as exc:
         raise fail(str(exc)) from None
     from rich.markup import escape
@@ -176,6 +190,8 @@ def replay(
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml (probe thresholds)."),
     fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a finding is at or above this level."),
     quiet: bool = flag("--quiet", "-q", help="No probe summary on stderr."),
+    select: Optional[str] = typer.Option(None, help="Only these probe codes (comma-separated)."),
+    ignore: Optional[str] = typer.Option(None, help="Skip these probe codes (comma-separated)."),
 ) -> None:
     """Probe a PyTorch checkpoint: static checks alone, dynamic ones with --model and --batch/--data."""
     from rich.markup import escape
@@ -183,7 +199,7 @@ def replay(
     from .replay import ReplayError
     from .replay.command import run
 
-    config = _load_config(config_file, checkpoint, None, None)
+    config = _load_config(config_file, checkpoint, select, ignore)
     opts = dict(model=model, batch=batch and str(batch), data=data, loss=loss, device=device.value, trust=trust_checkpoint, config=config)
     try:
         result = run(checkpoint, **opts)
@@ -297,7 +313,7 @@ def audit(
     from .audit.render import print_terminal, sections
     from .ingest import ReadError
 
-    config = _load_config(config_file, Path(path), select, ignore)
+    config = _rules_only(_load_config(config_file, Path(path), select, ignore))
     try:
         with _progress("auditing", enabled=not quiet) as progress:
             report = run_audit(

@@ -218,3 +218,34 @@ def test_failed_overfit_probe_confirms_model_causes_never_the_users_loop():
     confirmed = [c for c in flat.causes if "confirmed by probe overfit_batch_failed" in c]
     assert confirmed and all("label" in c for c in confirmed)
     assert not any("confirmed" in c for c in flat.causes if "detached from the graph" in c or "wrong order" in c)
+
+
+def test_probe_codes_are_listed_without_torch_and_match_the_catalogue():
+    from logdoctor.replay import PROBE_CODES
+    from logdoctor.replay.catalogue import all_probes
+
+    assert sorted(PROBE_CODES) == sorted(all_probes())
+
+
+def test_probes_are_selected_and_ignored_like_rules(demo, tmp_path):
+    """--ignore / --select / a config's ignore take probe codes everywhere; a select naming only log
+    rules leaves every probe on, and one naming only probes leaves every rule on."""
+    runner = CliRunner()
+    ckpt = str(demo / "ckpt.pt")
+    ignored = runner.invoke(app, ["analyze", str(demo), "--replay", ckpt, "--ignore", "update_ratio_low", "-f", "json"], env=WIDE)
+    assert ignored.exit_code == 0, ignored.stderr
+    assert "update_ratio_low" not in {f["code"] for f in json.loads(ignored.stdout)["runs"][0]["findings"]}
+    config = tmp_path / "logdoctor.toml"
+    config.write_text('ignore = ["update_ratio_low"]\n')
+    from_config = runner.invoke(app, ["replay", ckpt, "--config", str(config), "-f", "json"], env=WIDE)
+    assert from_config.exit_code == 0, from_config.stderr
+    assert "update_ratio_low" not in {f["code"] for f in json.loads(from_config.stdout)["runs"][0]["findings"]}
+    only = runner.invoke(app, ["replay", ckpt, "--select", "decay_on_norm_bias"], env=WIDE)
+    assert only.exit_code == 0 and "1 probe(s) fired, 0 clear" in only.stderr
+    probes_only = runner.invoke(app, ["analyze", str(demo), "--replay", ckpt, "--select", "update_ratio_low", "-f", "json"], env=WIDE)
+    codes = {f["code"] for f in json.loads(probes_only.stdout)["runs"][0]["findings"]}
+    assert codes >= {"update_ratio_low"} and codes & {"flat", "crawl"}
+    rules_only = runner.invoke(app, ["analyze", str(demo), "--replay", ckpt, "--select", "flat,crawl", "-f", "json"], env=WIDE)
+    assert "update_ratio_low" in {f["code"] for f in json.loads(rules_only.stdout)["runs"][0]["findings"]}
+    typo = runner.invoke(app, ["replay", ckpt, "--ignore", "update_ratio_lo"], env=WIDE)
+    assert typo.exit_code == 2 and "unknown rule code 'update_ratio_lo'" in typo.stderr

@@ -14,6 +14,16 @@ logdoctor.replay` stays cheap and the rest of logdoctor never pays for PyTorch.
 from __future__ import annotations
 
 
+#: Every probe's code, listed here (not taken from the catalogue) so that checking a select / ignore
+#: list or a config file never imports PyTorch; a test keeps it equal to the catalogue.
+PROBE_CODES = (
+    "nan_weights", "optimizer_groups", "scheduler_exhausted", "scaler_collapse", "not_in_optimizer",
+    "frozen_in_optimizer", "decay_on_norm_bias", "adam_eps_underflow", "update_ratio_low", "update_ratio_high",
+    "bn_stats_degenerate", "weight_norm_outlier", "nan_source", "no_grad", "grad_vanish", "grad_explode",
+    "dead_relu", "init_loss_off", "lr_range", "overfit_batch_failed",
+)
+
+
 class ReplayError(Exception):
     """A problem the user can fix (bad checkpoint, bad --model spec...); one line naming the file."""
 
@@ -25,4 +35,4 @@ def replay(checkpoint, options=None):
     return run_replay(checkpoint, options)
 
 
-__all__ = ["ReplayError", "replay"]
+__all__ = ["PROBE_CODES", "ReplayError", "replay"]

@@ -9,6 +9,7 @@ import torch
 from ..config import Config
 from ..diagnose import rank
 from ..model import Diagnosis, Finding, Run, RunDiagnosis
+from . import PROBE_CODES
 from .catalogue import PROBES
 from .checkpoint import Checkpoint, load_checkpoint
 from .probe import Outcome, ReplayContext
@@ -58,6 +59,16 @@ class ReplayResult:
         return Diagnosis(root=str(path), runs=[RunDiagnosis(run=run, roles={}, findings=self.findings)])
 
 
+def probe_enabled(config: Config, code: str) -> bool:
+    """select / ignore applied to probes: a select list naming no probe leaves every probe on.
+
+    One select list serves rules and probes (`--select flat` must not switch replay off, nor
+    `--select lr_range` every log rule), so each family is narrowed only by the codes of its own.
+    """
+    chosen = [c for c in config.select or [] if c in PROBE_CODES]
+    return code not in config.ignore and (not chosen or code in chosen)
+
+
 def run_replay(checkpoint: str | Path, options: ReplayOptions | None = None) -> ReplayResult:
     """Every enabled probe on `checkpoint`; raises ReplayError for input the user must fix."""
     options = options or ReplayOptions()
@@ -74,7 +85,7 @@ def run_replay(checkpoint: str | Path, options: ReplayOptions | None = None) -> 
     outcomes = []
     try:
         for cls in PROBES:
-            if cls.code in options.config.ignore:
+            if not probe_enabled(options.config, cls.code):
                 continue
             probe = cls(options.config.thresholds(cls.code))
             try:
