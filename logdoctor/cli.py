@@ -314,6 +314,8 @@ def audit(
     from .ingest import ReadError
 
     config = _rules_only(_load_config(config_file, Path(path), select, ignore))
+    if output is not None and not output.parent.is_dir():  # before the sweep is read, not after
+        raise fail(f"{output}: cannot write report (no folder {output.parent})")
     try:
         with _progress("auditing", enabled=not quiet) as progress:
             report = run_audit(
@@ -322,17 +324,34 @@ def audit(
             )
     except (ReadError, SchedulerError) as exc:
         raise fail(str(exc)) from None
-    if fmt == OutputFormat.terminal and not details:
-        from rich.console import Console
+    if not report.results:  # as analyze: nothing read is an input error, not a clean sweep
+        from rich.markup import escape
 
+        err = _console(stderr=True)
+        for line in report.errors:
+            err.print(f"[yellow]skipped:[/] {escape(line)}", highlight=False, markup=True, soft_wrap=True)
+        raise fail(f"{path}: {'no usable training log' if report.errors else 'no training log found'}")
+    if fmt == OutputFormat.terminal and not details:
         if output:
-            with open(output, "w", encoding="utf-8") as fh:
-                print_terminal(Console(file=fh, no_color=True, width=120), report, quiet)
+            _write(_audit_text(report, quiet), output)
         else:
             print_terminal(_console(), report, quiet)
     else:
         _emit(report.diagnosis(), fmt, output, quiet, True, extra={"audit": report.to_json()}, sections=sections(report, quiet))
     raise typer.Exit(exit_code([r.status for r in report.results], fail_on))
+
+
+def _audit_text(report, quiet: bool) -> str:
+    """The terminal audit summary as plain text, for -o (written by _write: one error line on failure)."""
+    import io
+
+    from rich.console import Console
+
+    from .audit.render import print_terminal
+
+    buffer = io.StringIO()
+    print_terminal(Console(file=buffer, no_color=True, width=120), report, quiet)
+    return buffer.getvalue()
 
 
 @app.command()

@@ -263,3 +263,38 @@ def test_fsspec_url_planning(sweep: Path, tmp_path: Path):
     run = "memory://plan/sweep/lr0.03_s0/version_0"
     assert len(plan_remote(run)) == 1
     assert [r.run for r in audit(run, jobs=1, use_cache=False).results] == ["."]
+
+
+def test_audit_with_no_run_read_exits_2_like_analyze(tmp_path: Path):
+    """An empty or misspelt folder, or one whose every run is unreadable, is an input error, whatever
+    --fail-on says; the unreadable files are still named."""
+    runner = CliRunner()
+    (tmp_path / "empty").mkdir()
+    empty = runner.invoke(app, ["audit", str(tmp_path / "empty"), "--fail-on", "warning", "--no-cache"])
+    assert empty.exit_code == 2 and empty.stderr.strip() == f"logdoctor: {tmp_path / 'empty'}: no training log found"
+    garbage = tmp_path / "garbage" / "run0"
+    garbage.mkdir(parents=True)
+    (garbage / "metrics.csv").write_bytes(bytes(range(256)) * 8)
+    unreadable = runner.invoke(app, ["audit", str(tmp_path / "garbage"), "--fail-on", "critical", "--no-cache"])
+    assert unreadable.exit_code == 2, unreadable.output
+    assert "skipped:" in unreadable.stderr and "metrics.csv" in unreadable.stderr
+    assert unreadable.stderr.strip().splitlines()[-1].endswith("no usable training log")
+
+
+def test_one_readable_run_beside_an_unreadable_one_is_audited(tmp_path: Path):
+    """Near miss: one good run is enough to audit; the unreadable one is listed in the report."""
+    write_run(tmp_path / "sweep" / "good" / "version_0", 1e-3, 0)
+    bad = tmp_path / "sweep" / "bad"
+    bad.mkdir()
+    (bad / "metrics.csv").write_bytes(bytes(range(256)) * 8)
+    result = CliRunner().invoke(app, ["audit", str(tmp_path / "sweep"), "--fail-on", "critical", "--no-cache", "-j", "1"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "1 unreadable" in result.stdout and "Unreadable runs" in result.stdout
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "json", "md", "html"])
+def test_report_to_a_missing_folder_is_one_line(sweep: Path, tmp_path: Path, fmt: str):
+    out = tmp_path / "no" / "such" / "report.txt"
+    result = CliRunner().invoke(app, ["audit", str(sweep), "-f", fmt, "-o", str(out), "-j", "1", "--no-cache"])
+    assert result.exit_code == 2 and result.stderr.strip().count("\n") == 0
+    assert "cannot write report" in result.stderr and not out.parent.exists()
