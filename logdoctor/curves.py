@@ -93,6 +93,19 @@ def noise_sigma(values: np.ndarray) -> float:
     return robust_sigma(np.diff(v)) / math.sqrt(2.0)
 
 
+def frozen(values: np.ndarray, min_points: int = 3, max_relative_spread: float = 1e-6) -> bool:
+    """True when at least `min_points` finite values are identical to floating-point precision.
+
+    A quantity computed from weights that change never repeats itself bit for bit; one that
+    does (a validation loss at every evaluation) was computed from weights that did not move.
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) < min_points:
+        return False
+    return float(np.ptp(v)) <= max_relative_spread * max(abs(float(np.median(v))), 1e-12)
+
+
 def quantum(values: np.ndarray, sample: int = 4096) -> float:
     """The rounding step of logged values (1e-4 for HF Trainer's 4 decimals), or 0.0.
 

@@ -101,3 +101,11 @@ def test_lr_floor_run_is_diagnosed_root_cause_first():
     assert got[0] == "lr_schedule_mismatch"
     assert "flat" in got[1:], "the symptom is still reported, after its cause"
     assert result.status == "critical"
+
+
+def test_training_instability_outranks_the_validation_rise_it_causes():
+    """A training loss thrown about (oscillate) or kicked by spikes explains a validation loss
+    that climbs with it: the instability is named first, overfitting second."""
+    for cause in ("oscillate", "spike"):
+        findings = [finding("overfit", "warning", 0.98), finding(cause, "warning", 0.6)]
+        assert order(findings) == [cause, "overfit"]

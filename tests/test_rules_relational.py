@@ -131,6 +131,35 @@ def test_overfit_silent_when_val_is_thrown_about_rather_than_held():
     assert codes(Overfit(), view) == []
 
 
+def memorised_then_jumped(evals: int = 40) -> np.ndarray:
+    """Validation loss best at its very first evaluation, thrown up by memorisation, then drifting back.
+
+    The shape of a small model that memorises a 30-example subset within its first epoch: the
+    first evaluation is the best one (1.54), the next jumps to 1.96, the rest drift down to ~1.78.
+    """
+    val = 1.96 - 0.0047 * np.arange(evals)
+    val[0] = 1.54
+    return val
+
+
+def test_overfit_fires_when_the_first_evaluation_is_best_and_training_is_memorised():
+    """Train loss pinned at ~0 cannot 'keep falling'; sitting far below the validation loss counts."""
+    steps = np.arange(STEPS)
+    train = np.where(steps < 30, 0.7 * np.exp(-steps / 5), 1e-9)
+    view = make_view({"train/loss": (steps, train), "val/loss": (epochs(40), memorised_then_jumped())})
+    [f] = Overfit().check(view)
+    assert f.evidence["val_best_step"] == epochs(40)[0]
+    assert f.evidence["val_held_share"] == 1.0
+
+
+def test_overfit_silent_when_training_stalls_at_a_high_level():
+    """Near miss: the same validation jump with a training loss stuck well above zero is no memorisation."""
+    steps = np.arange(STEPS)
+    train = np.full(STEPS, 0.9)
+    view = make_view({"train/loss": (steps, train), "val/loss": (epochs(40), memorised_then_jumped())})
+    assert codes(Overfit(), view) == []
+
+
 def test_overfit_fires_after_a_zigzag_minimum():
     """The best level is the lowest smoothed one, not the smoothed value at the lowest raw point
     (which, in a zigzag, echoes its high neighbours and hides the later rise)."""

@@ -216,6 +216,29 @@ def test_learning_curve_on_a_large_constant_is_not_flat_but_a_first_step_stall_i
     assert "flat" in fired(diagnose(synthetic({"loss": (x, tiny)})))
 
 
+def test_noisy_training_loss_with_a_frozen_validation_loss_is_flat():
+    """An optimizer over a copy of the model: the batch noise (6 % of the level) lets the training
+    loss's running median wander 3-4 % below its start, but the validation loss repeats bit for
+    bit at every evaluation, so the weights never moved.
+
+    Near miss: the same noisy training loss with a validation loss that moves a little is not
+    flat on that evidence alone; a frozen validation loss while training really falls is
+    `val_metric_constant`, not `flat`.
+    """
+    rng = np.random.default_rng(3)
+    x = np.arange(400)
+    wander = 1.0 + 0.06 * rng.standard_normal(400) - 0.04 * np.sin(np.pi * x / 400)
+    evals = np.arange(19, 400, 20)
+    frozen = np.full(len(evals), 0.9531)
+    got = fired(diagnose(synthetic({"train/loss": (x, wander), "val/loss": (evals, frozen)})))
+    assert got["flat"].evidence["validation_frozen"] is True
+    moving = frozen * (1 + 0.002 * rng.standard_normal(len(evals)))
+    assert "flat" not in fired(diagnose(synthetic({"train/loss": (x, wander), "val/loss": (evals, moving)})))
+    learning = 1.0 * np.exp(-x / 150) + 0.1 + 0.01 * rng.standard_normal(400)
+    got = fired(diagnose(synthetic({"train/loss": (x, learning), "val/loss": (evals, frozen)})))
+    assert "flat" not in got and "val_metric_constant" in got
+
+
 def test_short_runs_ten_epochs():
     x = np.arange(10)
     assert "flat" in fired(diagnose(synthetic({"loss": (x, 0.84 + 0.004 * RNG.standard_normal(10))})))

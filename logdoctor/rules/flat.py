@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import curves
-from ..model import Finding
+from ..model import Finding, Series
 from ..view import RunView
 from ._loss import primary_loss
 from .base import Rule
@@ -19,7 +19,10 @@ class Flat(Rule):
         after at most a small early transient such as a quick fall to the
         class prior), nor ends far from it, and it
         shows no steady decline (a small drop with a strong Mann-Kendall
-        trend is `crawl`). An exactly constant loss is the strongest form. A
+        trend is `crawl`). An exactly constant loss is the strongest form;
+        next to it, a validation loss or score identical at every evaluation
+        (the weights never moved) while the training loss only wanders with
+        its batch noise. A
         run that sits at chance for a while and then learns is not flat, nor
         is a learning curve on top of a large constant (a loss of 50 + 2e^-t
         falls only 4 % of its level): when the loss keeps falling after the
@@ -69,6 +72,8 @@ class Flat(Rule):
         "min_learning_sigmas": 20.0,
         # ...and that fall is at least this share of its whole fall from the first logged value
         "min_learning_share": 0.5,
+        # a validation loss or score identical at this many evaluations: the weights are frozen
+        "min_frozen_evaluations": 5,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -85,7 +90,10 @@ class Flat(Rule):
         drop_best = (initial - c.best) / scale
         drop_end = (initial - c.end) / scale
         max_drop = self.params["max_relative_drop"]
-        if drop_best >= max_drop or abs(drop_end) >= max_drop:
+        # a validation loss identical at every evaluation says the weights never moved: then a
+        # dip of the noisy training loss's running median below its start is noise, not learning
+        frozen_val = self._frozen_validation(view, series)
+        if (drop_best >= max_drop and frozen_val is None) or abs(drop_end) >= max_drop:
             return []
         # a learning curve riding on a large constant: small against the level, large against
         # the noise, and spread beyond the opening (a stall after a first-step fall is not)
@@ -113,7 +121,11 @@ class Flat(Rule):
         inside = 1.0 - max(drop_best, drop_end, 0.0) / max_drop
         support = min(1.0, len(c) / 20)
         confidence = 0.99 if constant else 0.55 + 0.4 * inside * support
+        if frozen_val is not None:
+            confidence = max(confidence, 0.9)
         what = "is exactly constant" if constant else "never moves below its initial level"
+        if frozen_val is not None and not constant:
+            what += f" and {frozen_val.name} is identical at every evaluation"
         return [
             self.finding(
                 series,
@@ -132,7 +144,16 @@ class Flat(Rule):
                     "trend_tau": tau,
                     "p_value": t.p_value,
                     "constant": constant,
+                    "validation_frozen": frozen_val is not None,
                     "points": c.n,
                 },
             )
         ]
+
+    def _frozen_validation(self, view: RunView, judged: Series) -> Series | None:
+        """The validation loss or score that repeats bit for bit, if any (not the judged series)."""
+        for role in ("val_loss", "val_acc"):
+            for val in view.all_series(role):
+                if val is not judged and curves.frozen(val.values, self.params["min_frozen_evaluations"]):
+                    return val
+        return None

@@ -17,8 +17,9 @@ class Overfit(Rule):
         The validation loss reaches a minimum and then climbs significantly
         (well beyond its own evaluation-to-evaluation noise and by a real
         fraction of its best value) over several evaluations, while the
-        training loss over the same steps keeps falling: the train/val gap
-        widens. The climb is either a rising trend, or a step up that then
+        training loss over the same steps keeps falling (or already sits near
+        zero, far below the validation loss: a memorised training set has
+        nowhere left to fall): the train/val gap widens. The climb is either a rising trend, or a step up that then
         holds (nearly every later evaluation sits at the final level: a model
         that memorised a tiny training set early and stopped moving). A validation curve that only flattens out is *not*
         overfitting, nor is one evaluation that jumps and comes back.
@@ -52,11 +53,16 @@ class Overfit(Rule):
         "min_rise_relative": 0.05,
         "min_rise_noise": 3.0,
         "min_rise_tau": 0.3,
-        # ...or a step that holds: this share of the evaluations after the best sit within half
-        # the rise of the final level (a jump then a flat line has a weak Kendall tau; a
-        # validation loss thrown up and down by an unstable optimizer does not hold)
+        # ...or a step that holds: this share of the evaluations after the best stay above it by
+        # at least half the final rise (a jump then a flat line, or a jump then a slow drift
+        # back, has a weak Kendall tau; a validation loss thrown up and down by an unstable
+        # optimizer comes back down to its best and does not hold)
         "min_held_share": 0.8,
+        "min_held_rise_noise": 10.0,
         "smoothing_window": 3,
+        # a training loss that no longer falls still counts when it sits at most this share of
+        # the best validation loss (memorised: it has nowhere left to fall)
+        "max_memorised_ratio": 0.1,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -70,6 +76,10 @@ class Overfit(Rule):
             return []
         steps, raw = val.steps[ok], sign * val.values[ok]
         smooth = curves.smooth(raw, self.params["smoothing_window"])
+        # a mirrored median always replaces the first evaluation by the second, so a validation
+        # loss that was best at its first evaluation (a tiny training set memorised within the
+        # first epoch) could never have its minimum there; a one-sided edge keeps it
+        smooth[0] = min(smooth[0], raw[0])
         # the lowest smoothed point, moved to the lowest raw evaluation next to it (mirrored edges
         # make the first smoothed value echo the second evaluation)
         i = int(np.argmin(smooth))
@@ -91,15 +101,23 @@ class Overfit(Rule):
         tau, p = rising.tau, rising.p_value
         if rel < self.params["min_rise_relative"] or rise < self.params["min_rise_noise"] * noise:
             return []
-        held = float(np.mean(np.abs(raw[i_min + 1 :] - end) < rise / 2))
-        if tau < self.params["min_rise_tau"] and held < self.params["min_held_share"]:
+        held = float(np.mean(raw[i_min + 1 :] - best > rise / 2))
+        # a held step must also stand far above the evaluation-to-evaluation scatter: a validation
+        # loss bounced about by an unstable optimizer stays above a lucky first evaluation too
+        held_clear = held >= self.params["min_held_share"] and rise >= self.params["min_held_rise_noise"] * noise
+        if tau < self.params["min_rise_tau"] and not held_clear:
             return []
         # training must keep improving over the same steps (otherwise it is divergence, not overfitting)
         at = curves.on_axis_of(steps, train)
         width = max(float(np.median(np.diff(at))), 1.0)
         train_at_min = curves.window_level(train, at[i_min] - width, at[i_min] + width)
         train_end = curves.window_level(train, at[-1] - 2 * width, at[-1])
-        if not (np.isfinite(train_at_min) and np.isfinite(train_end)) or train_end >= train_at_min:
+        if not (np.isfinite(train_at_min) and np.isfinite(train_end)):
+            return []
+        # ...or sit still far below the validation loss: a training set memorised down to ~0
+        # cannot fall further, and the gap is the overfit
+        memorised = train_end <= train_at_min and train_at_min <= self.params["max_memorised_ratio"] * abs(best)
+        if train_end >= train_at_min and not memorised:
             return []
         train_drop = (train_at_min - train_end) / max(abs(train_at_min), 1e-12)
         confidence = 0.45 + 0.55 * np.mean(

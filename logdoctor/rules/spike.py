@@ -42,6 +42,8 @@ class Spike(Rule):
 
     code = "spike"
     severity = "warning"
+    #: each spike kicks the weights: a validation loss that climbs after them is their echo
+    outranks = ("overfit",)
     defaults = {
         "min_points": 20,
         # Hampel: robust sigmas above the rolling median of the bucket maxima

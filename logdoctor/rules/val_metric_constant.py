@@ -60,14 +60,12 @@ class ValMetricConstant(Rule):
         return found[:1]
 
     def _check_one(self, val, train, role: str) -> Finding | None:
-        ok = np.isfinite(val.values)
-        if ok.sum() < self.params["min_evaluations"]:
+        if not curves.frozen(val.values, self.params["min_evaluations"], self.params["max_relative_spread"]):
             return None
+        ok = np.isfinite(val.values)
         steps, values = val.steps[ok], val.values[ok]
         centre = float(np.median(values))
         spread = float(np.ptp(values))
-        if spread > self.params["max_relative_spread"] * max(abs(centre), 1e-12):
-            return None
         if role == "val_acc" and centre in _PERFECT:
             return None
         # training must move over the same steps
