@@ -261,3 +261,16 @@ def test_dotted_model_spec_resolves_from_the_working_directory(workdir, monkeypa
     ckpt = load_checkpoint(mlp_ckpt)
     target = build_target(ckpt, "userpkg_replay.nets:mlp", str(workdir / "batch.pt"), None, None, "cpu")
     assert target.loaded
+
+
+def test_frozen_parameters_never_stepped_are_reported_once(workdir):
+    """Frozen before the optimizer was built from model.parameters(): the frozen layer sits in a group with no
+    state. That is frozen_in_optimizer's finding; not_in_optimizer must not repeat it as "never stepped"."""
+    model = models.mlp_frozen_first()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    models.train(model, opt, 3)
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 3}, workdir / "frozen_first.pt")
+    ckpt = load_checkpoint(workdir / "frozen_first.pt")
+    ctx = ReplayContext(ckpt, build_target(ckpt, f"{MODELS}:mlp_frozen_first", str(workdir / "batch.pt"), None, None, "cpu"))
+    assert probe("frozen_in_optimizer", ctx).status == "fired"
+    assert probe("not_in_optimizer", ctx).status == "clear"

@@ -148,6 +148,26 @@ def test_not_in_optimizer_flags_params_never_stepped():
     assert outcome.findings[0].evidence["never_stepped"] == ["0.weight", "0.bias"]
 
 
+def test_float_buffers_outside_the_optimizer_are_not_blamed_without_model():
+    """detectron2-style registered buffers (pixel_mean / pixel_std, shape (3, 1, 1)) are in no param group by
+    design: without --model they are an info note, not a warning."""
+    model, opt = adamw(steps=3)
+    ckpt = checkpoint(model, opt)
+    ckpt.model = {"pixel_mean": torch.zeros(3, 1, 1), "pixel_std": torch.ones(3, 1, 1), **ckpt.model}
+    outcome = run("not_in_optimizer", ckpt)
+    assert outcome.status == "clear" and outcome.findings[0].severity == "info"
+    assert outcome.findings[0].evidence["not_in_any_group"] == ["pixel_mean", "pixel_std"]
+
+
+def test_a_matrix_outside_the_optimizer_is_still_blamed_without_model():
+    """Near miss: a learned position embedding (1, 8, 64) left out of the optimizer looks like a parameter."""
+    model, opt = adamw(steps=3)
+    ckpt = checkpoint(model, opt)
+    ckpt.model = {"pos_embed": torch.randn(1, 8, 64), **ckpt.model}
+    outcome = run("not_in_optimizer", ckpt)
+    assert outcome.status == "fired" and outcome.findings[0].evidence["not_in_any_group"] == ["pos_embed"]
+
+
 def test_scheduler_stepped_past_its_total():
     model, opt = adamw(steps=1)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10)

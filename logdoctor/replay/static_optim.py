@@ -222,9 +222,12 @@ class NotInOptimizer(Probe):
         frozen = ctx.target.frozen if ctx.target is not None else set()
         missing = [n for n in pmap.unassigned() if n not in frozen] if len(pmap.params) > len(pmap.slots) else []
         stateful = [s for s in pmap.slots if s.state]
-        stateless = [pmap.name(s) for s in pmap.slots if not s.state] if stateful else []
+        # frozen tensors left in a group are frozen_in_optimizer's finding, not this one's
+        stateless = [n for n in (pmap.name(s) for s in pmap.slots if not s.state) if n not in frozen] if stateful else []
         if not missing and not stateless:
             return []
+        if pmap.source == "checkpoint" and not stateless and not any(_looks_like_parameter(n, pmap) for n in missing):
+            return [self._buffers(ctx, missing, pmap)]
         exact = pmap.exact
         parts = []
         if missing:
@@ -246,6 +249,33 @@ class NotInOptimizer(Probe):
                 },
             )
         ]
+
+
+    def _buffers(self, ctx: ReplayContext, names: list[str], pmap) -> Finding:
+        """Without --model, tensors outside every group that look like buffers: reported, not blamed."""
+        return self.report(
+            ctx,
+            title=f"{len(names)} float tensor(s) in no param group look like registered buffers ({listed(names, 3)}); pass --model to be sure",
+            confidence=0.4,
+            where=names[0],
+            severity="info",
+            evidence={"not_in_any_group": names[:20], "parameters": len(pmap.params), "optimizer_slots": len(pmap.slots), "parameter_list_from": pmap.source},
+        )
+
+
+def _looks_like_parameter(name: str, pmap) -> bool:
+    """Could a checkpoint tensor outside every param group be a parameter rather than a buffer?
+
+    Without --model, any float tensor that is no well-known buffer counts as a candidate, so
+    registered constants (detectron2's pixel_mean / pixel_std, masks, tables) would be blamed.
+    Parameters are named ...weight / ...bias, or are matrices and embeddings (two or more
+    dimensions larger than 1); a (3, 1, 1) mean is neither.
+    """
+    leaf = name.rsplit(".", 1)[-1].lower()
+    if leaf.endswith(("weight", "bias")):
+        return True
+    shape = dict(pmap.params).get(name, ())
+    return sum(d > 1 for d in shape) >= 2
 
 
 class FrozenInOptimizer(Probe):
