@@ -115,6 +115,17 @@ class Detached(nn.Module):
         return self.head(self.body(x).detach())
 
 
+class Wrapper(nn.Module):
+    """A LightningModule-style wrapper holding the network as `self.model`: its names are `model.0.weight`..."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x)
+
+
 def train(model: nn.Module, opt: torch.optim.Optimizer, steps: int, sched=None, data=None) -> None:
     x, y = data or batch()
     model.train()

@@ -274,3 +274,12 @@ def test_frozen_parameters_never_stepped_are_reported_once(workdir):
     ctx = ReplayContext(ckpt, build_target(ckpt, f"{MODELS}:mlp_frozen_first", str(workdir / "batch.pt"), None, None, "cpu"))
     assert probe("frozen_in_optimizer", ctx).status == "fired"
     assert probe("not_in_optimizer", ctx).status == "clear"
+
+
+def test_wrapper_prefix_on_the_model_side(workdir, mlp_ckpt):
+    """A bare checkpoint (`0.weight`) and a --model that wraps the network (`model.0.weight`) still match."""
+    ckpt = load_checkpoint(mlp_ckpt)
+    target = build_target(ckpt, f"{MODELS}:Wrapper", str(workdir / "batch.pt"), None, None, "cpu")
+    assert target.loaded and any("prefix 'model.'" in n for n in target.notes)
+    assert torch.equal(target.model.model[0].weight.cpu(), ckpt.model["0.weight"])
+    assert not any("left at init" in n for n in target.notes)

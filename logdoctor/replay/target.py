@@ -258,17 +258,13 @@ def load_weights(model: nn.Module, ckpt: Checkpoint, notes: list[str]) -> bool:
     if not ckpt.model:
         return False
     own = model.state_dict()
-    best_prefix, best = "", sum(k in own for k in ckpt.model)
-    for prefix in {k.split(".", 1)[0] + "." for k in ckpt.model if "." in k}:
-        hits = sum(k[len(prefix):] in own for k in ckpt.model if k.startswith(prefix))
-        if hits > best:
-            best_prefix, best = prefix, hits
+    best_prefix, model_prefix = _prefixes(list(ckpt.model), own)
     matched = {}
     mismatched = []
     for key, tensor in ckpt.model.items():
         if not key.startswith(best_prefix):
             continue
-        name = key[len(best_prefix):]
+        name = model_prefix + key[len(best_prefix):]
         if name in own:
             if tuple(own[name].shape) == tuple(tensor.shape):
                 matched[name] = tensor
@@ -284,9 +280,31 @@ def load_weights(model: nn.Module, ckpt: Checkpoint, notes: list[str]) -> bool:
     missing = [k for k in own if k not in matched and own[k].data_ptr() not in shared]
     if best_prefix:
         notes.append(f"checkpoint names carry the prefix '{best_prefix}'; matched without it")
+    if model_prefix:
+        notes.append(f"the --model's names carry the prefix '{model_prefix}' (a wrapper module); matched under it")
     if missing or mismatched:
         notes.append(f"loaded {len(matched)}/{len(own)} model tensors ({len(missing)} left at init, {len(mismatched)} with a different shape)")
     return True
+
+
+def _prefixes(keys: list[str], own: dict) -> tuple[str, str]:
+    """(prefix to strip from checkpoint names, prefix to add for the model's) matching the most tensors.
+
+    Either side may be wrapped: a Lightning checkpoint saves `model.conv1.weight` for a bare model,
+    and a --model factory may return the wrapper (a LightningModule holding `self.model`, a
+    Sequential(net, Softmax)) for a bare state_dict. The model-side prefix is the one first name
+    component every model tensor shares, so a model with several top-level modules gets none.
+    """
+    firsts = {k.split(".", 1)[0] for k in own}
+    model_side = [""] + ([next(iter(firsts)) + "."] if len(firsts) == 1 and all("." in k for k in own) else [])
+    ckpt_side = [""] + sorted({k.split(".", 1)[0] + "." for k in keys if "." in k})
+    best, best_hits = ("", ""), -1
+    for add in model_side:
+        for strip in ckpt_side:
+            hits = sum(add + k[len(strip):] in own for k in keys if k.startswith(strip))
+            if hits > best_hits:
+                best, best_hits = (strip, add), hits
+    return best
 
 
 def build_target(
