@@ -110,8 +110,11 @@ class Diverge(Rule):
         if c is None or len(c) < self.params["min_points"]:
             return None
         # the lowest level the run held: its smoothed best, or its start when it blew up from
-        # the first steps on (the smoothed curve then never comes back down to the start)
-        low, low_i = (c.start, 0) if c.start < c.best else (c.best, c.best_index)
+        # the first steps on (the smoothed curve then never comes back down to the start); a
+        # blow-up within the first few logged points already lifts the start level, so the
+        # first logged value stands for the start when it sits lower still
+        opening = min(c.start, float(c.y[0]))
+        low, low_i = (opening, 0) if opening < c.best else (c.best, c.best_index)
         rise = c.end - low
         if rise <= 0 or low_i >= len(c) - 1:
             return None
