@@ -17,19 +17,7 @@ import pytest
 
 from logdoctor.ingest import load_runs
 from logdoctor.view import RunView
-
-
-def one_run(path):
-    runs, errors = load_runs(path)
-    assert errors == []
-    assert len(runs) == 1, [r.name for r in runs]
-    return runs[0]
-
-
-def series(run, metric):
-    s = RunView(run).metric(metric)
-    assert s is not None, f"{metric} not in {run.metrics}"
-    return s
+from _ingest_helpers import only_run, series
 
 
 # --------------------------------------------------------------------------- cells and rows
@@ -39,7 +27,7 @@ def test_one_non_numeric_cell_becomes_null_with_a_warning_naming_it(tmp_path):
     loss = [str(2.0 - 0.1 * s) for s in range(20)]
     loss[7] = "diverged"
     pd.DataFrame({"step": range(20), "loss": loss, "val_loss": 1.0, "note": "warmup"}).to_csv(tmp_path / "log.csv", index=False)
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     loss_series = series(run, "loss")
     assert len(loss_series) == 19 and 7 not in loss_series.steps
     assert run.warnings == ["loss: 1 non-numeric cell(s) skipped, e.g. 'diverged' at line 9"]
@@ -50,7 +38,7 @@ def test_a_bad_cell_past_the_type_inference_window_is_skipped_not_fatal(tmp_path
     values = [f"{1.0 / (s + 1)}" for s in range(30000)]
     values[-1] = "nan?"
     pd.DataFrame({"step": range(30000), "loss": values}).to_csv(tmp_path / "log.csv", index=False)
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert len(series(run, "loss")) == 29999
     assert run.warnings == ["loss: 1 non-numeric cell(s) skipped, e.g. 'nan?' at line 30001"]
 
@@ -60,7 +48,7 @@ def test_repeated_header_rows_of_an_appended_log_are_dropped(tmp_path):
     for start in (0, 5, 10):  # a script that appends each session with to_csv(mode="a") and its header
         frame = pd.DataFrame({"epoch": range(start, start + 5), "loss": [1.0 / (e + 1) for e in range(start, start + 5)]})
         frame.to_csv(path, mode="a", index=False)
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert list(series(run, "loss").steps) == list(range(15))
     assert "2 repeated header row(s) dropped (a log appended to)" in run.notes
     assert run.warnings == []
@@ -74,7 +62,7 @@ def test_step_columns_are_recognised_by_their_name_tokens(step_name, tmp_path):
     steps = range(0, 2000, 20)
     frame = pd.DataFrame({step_name: steps, "train/loss": [2.0 - s / 2000 for s in steps], "time/iterations": range(1, 101)})
     frame.to_csv(tmp_path / "progress.csv", index=False)
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert step_name not in run.metrics
     assert list(series(run, "train/loss").steps) == list(steps)
     assert run.notes == []
@@ -82,7 +70,7 @@ def test_step_columns_are_recognised_by_their_name_tokens(step_name, tmp_path):
 
 def test_a_loss_logged_per_step_is_a_metric_not_the_step(tmp_path):
     pd.DataFrame({"train_loss_step": [3.0, 2.0, 1.0], "lr": 0.1}).to_csv(tmp_path / "log.csv", index=False)
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert list(series(run, "train_loss_step").values) == [3.0, 2.0, 1.0]
 
 
@@ -94,7 +82,7 @@ def test_a_counter_that_restarts_every_epoch_becomes_a_global_step(counter, stri
         for epoch in range(5):
             for i in range(0, 100, stride):
                 writer.writerow([epoch, i, 2.0 - 0.003 * (epoch * 100 + i)])
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     loss = series(run, "loss")
     assert len(loss) == 5 * 100 // stride and loss.duplicates == 0
     assert list(loss.steps[:2]) == [0, stride] and loss.steps[-1] == 500 - stride
@@ -105,7 +93,7 @@ def test_a_counter_that_restarts_every_epoch_becomes_a_global_step(counter, stri
 def test_a_fractional_epoch_keeps_every_row_in_order(tmp_path):
     epochs = [s / 4 for s in range(20)]
     pd.DataFrame({"epoch": epochs, "loss": [1.0 / (s + 1) for s in range(20)]}).to_csv(tmp_path / "history.csv", index=False)
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     loss = series(run, "loss")
     assert len(loss) == 20 and loss.duplicates == 0 and np.all(np.diff(loss.values) < 0)
     assert list(series(run, "epoch").values) == epochs  # still there for the epoch role
@@ -115,7 +103,7 @@ def test_a_fractional_epoch_keeps_every_row_in_order(tmp_path):
 def test_a_restarted_keras_log_keeps_the_epoch_as_step(tmp_path):
     """CSVLogger(append=True) after resuming from epoch 3: epochs go back, the newer values win."""
     (tmp_path / "training.log").write_text("epoch,loss\n0,1.0\n1,0.9\n2,0.8\n3,0.7\n4,0.6\n3,0.65\n4,0.55\n5,0.5\n")
-    loss = series(one_run(tmp_path), "loss")
+    loss = series(only_run(tmp_path), "loss")
     assert list(loss.steps) == [0, 1, 2, 3, 4, 5] and list(loss.values) == [1.0, 0.9, 0.8, 0.65, 0.55, 0.5]
 
 
@@ -128,7 +116,7 @@ def test_lightning_rows_without_a_step_are_placed_at_the_last_step_of_their_epoc
         rows.append({"epoch": epoch, "step": None, "val/loss": 2 - 0.1 * epoch, "val/acc_top1": 0.1 * epoch})
     pd.DataFrame(rows).to_csv(version / "metrics.csv", index=False)
     (version / "hparams.yaml").write_text("lr: 0.001\n")
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert run.format == "lightning"
     assert list(series(run, "val/loss").steps) == [3, 7, 11, 15, 19]
     assert list(series(run, "val/acc_top1").values) == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
@@ -142,7 +130,7 @@ def test_a_header_only_lightning_csv_gives_way_to_its_tensorboard_twin(tmp_path)
     truth = write_scalars(version, tags=("train_loss_step",), steps=range(30))
     (version / "metrics.csv").write_text("epoch,step,train_loss_step,val_loss\n")  # killed before the first flush
     (version / "hparams.yaml").write_text("lr: 0.001\n")
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert run.format == "tensorboard" and run.config == {"lr": 0.001}
     assert len(series(run, "train_loss_step")) == len(truth) == 30
     assert any("instead of the CSV" in n and "header but no rows" in n for n in run.notes)
@@ -186,7 +174,7 @@ def test_random_bytes_under_a_csv_name_are_named_binary(tmp_path):
 
 def test_a_latin1_accent_is_text_not_binary(tmp_path):
     (tmp_path / "log.csv").write_bytes("step,loss,précision\n".encode("latin-1") + b"0,1.0,0.1\n1,0.5,0.2\n")
-    assert len(series(one_run(tmp_path), "loss")) == 2
+    assert len(series(only_run(tmp_path), "loss")) == 2
 
 
 # --------------------------------------------------------------------------- HF trainer state
@@ -197,7 +185,7 @@ def test_trainer_state_with_float_steps(tmp_path):
     history.append({"eval_loss": 1.5, "step": 300.0})
     state = {"global_step": 300.0, "max_steps": 300, "log_history": history}
     (tmp_path / "trainer_state.json").write_text(json.dumps(state))
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert run.warnings == []
     assert list(series(run, "loss").steps) == list(range(10, 310, 10))
     assert series(run, "eval_loss").steps[0] == 300 and not math.isnan(series(run, "eval_loss").values[0])
@@ -208,6 +196,6 @@ def test_rows_with_neither_step_nor_epoch_are_skipped_with_a_warning(tmp_path):
         writer = csv.writer(fh)
         writer.writerow(["step", "loss", "val_loss"])
         writer.writerows([[0, 1.0, ""], [1, 0.9, ""], ["", "", 0.95], [2, 0.8, ""]])
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert list(series(run, "loss").steps) == [0, 1, 2] and "val_loss" not in run.metrics
     assert run.warnings == ["1 row(s) with values but no step skipped"]

@@ -18,19 +18,7 @@ import pytest
 from logdoctor.ingest import load_runs
 from logdoctor.ingest import wandb_records
 from logdoctor.view import RunView
-
-
-def one_run(path: Path):
-    runs, errors = load_runs(path)
-    assert errors == []
-    assert len(runs) == 1, [r.name for r in runs]
-    return runs[0]
-
-
-def series(run, metric):
-    s = RunView(run).metric(metric)
-    assert s is not None, f"{metric} not in {run.metrics}"
-    return s
+from _ingest_helpers import only_run, series
 
 
 # --------------------------------------------------------------------------- W&B offline run (real writer)
@@ -64,7 +52,7 @@ def wandb_run_dir(tmp_path_factory) -> Path:
 
 
 def test_wandb_offline_run_history_config_and_name(wandb_run_dir):
-    run = one_run(wandb_run_dir)
+    run = only_run(wandb_run_dir)
     assert run.format == "wandb"
     loss = series(run, "train/loss")
     assert len(loss) == STEPS + 2
@@ -96,7 +84,7 @@ def test_wandb_truncated_file_keeps_complete_records(wandb_run_dir, tmp_path):
     data = _wandb_file(wandb_run_dir).read_bytes()
     keep = 5 * wandb_records.BLOCK + 3  # a killed writer: the last chunk header is cut short
     assert len(data) > keep + wandb_records.BLOCK
-    run = one_run(_copy_run(wandb_run_dir, tmp_path / "run-cut", data[:keep]))
+    run = only_run(_copy_run(wandb_run_dir, tmp_path / "run-cut", data[:keep]))
     n = len(series(run, "train/loss"))
     assert 0 < n < STEPS
     assert any("mid-record" in w for w in run.warnings)
@@ -108,7 +96,7 @@ def test_wandb_bad_checksum_skips_only_that_block(wandb_run_dir, tmp_path):
     block = wandb_records.BLOCK
     assert len(data) > 6 * block
     data[3 * block + 100] ^= 0xFF  # damage a byte inside block 3
-    run = one_run(_copy_run(wandb_run_dir, tmp_path / "run-bad", bytes(data)))
+    run = only_run(_copy_run(wandb_run_dir, tmp_path / "run-bad", bytes(data)))
     n = len(series(run, "train/loss"))
     lost = STEPS + 2 - n
     assert 0 < lost < 200, lost  # one 32 KiB block holds well under 200 history rows
@@ -131,7 +119,7 @@ def test_wandb_missing_package_is_clear_and_history_jsonl_is_used(wandb_run_dir,
     assert runs == [] and len(errors) == 1 and "pip install 'logdoctor[wandb]'" in errors[0]
     (folder / "files").mkdir()
     (folder / "files" / "wandb-history.jsonl").write_text('{"_step": 0, "loss": 1.5}\n{"_step": 1, "loss": 1.2}\n')
-    run = one_run(folder)
+    run = only_run(folder)
     assert list(series(run, "loss").values) == [1.5, 1.2]
     assert any("wandb not installed" in n for n in run.notes)
 
@@ -151,7 +139,7 @@ def test_wandb_resumed_run_folders_are_joined(tmp_path):
         wandb.teardown()  # finish() can return before wandb-core has flushed the .wandb file
     folders = sorted(p.name for p in (tmp_path / "wandb").iterdir() if p.is_dir() and not p.is_symlink())
     assert len(folders) == 2 and all(f.endswith("-resume123") for f in folders)
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert run.name == f"wandb/{folders[0]}"
     loss = series(run, "loss")
     assert run.warnings == []
@@ -189,7 +177,7 @@ def test_wandb_old_local_folder(tmp_path):
         "wandb_version: 1\n_wandb:\n  desc: null\n  value: {cli_version: 0.9.7}\n"
         "learning_rate:\n  desc: null\n  value: 0.003\nmodel:\n  desc: null\n  value: {depth: 4}\n"
     )
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert run.format == "wandb" and run.name == "wandb/run-20200101_000000-abcd1234"
     assert sorted(run.metrics) == ["acc", "grads.norm", "loss"]  # media sizes and system metrics are not curves
     assert list(series(run, "loss").steps) == [0, 2]
@@ -284,7 +272,7 @@ def test_lightning_csvlogger_metrics_and_hparams(tmp_path):
     )
     (version / "hparams.yaml").write_text("lr: 0.001\nmodel:\n  hidden: 128\nbetas: !!python/tuple\n- 0.9\n- 0.999\n")
     (version / "events.out.tfevents.1700000000.host.1.0").write_bytes(b"")  # a TensorBoardLogger twin
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert any("TensorBoard event file(s) here repeat" in n for n in run.notes)
     assert run.format == "lightning" and run.name == "lightning_logs/version_0"
     assert "created_at" not in run.metrics and run.scalars["wall_time"].min() == 1.7e9
@@ -304,7 +292,7 @@ def test_ultralytics_results_padded_header_and_args(tmp_path):
     lines = [",".join(f"{c:>22}" for c in cols)] + [",".join(f"{v:>22}" for v in r) for r in rows]
     (train / "results.csv").write_text("\n".join(lines) + "\n")
     (train / "args.yaml").write_text("task: detect\nepochs: 3\nlr0: 0.01\nbatch: 16\n")
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert run.format == "ultralytics" and run.name == "runs/detect/train"
     assert "epoch" not in run.metrics
     assert list(series(run, "train/box_loss").values) == [1.6, 1.2, 1.1]
@@ -324,7 +312,7 @@ def test_yolov5_results_with_opt_and_hyp_and_time_column(tmp_path):
     )
     (exp / "opt.yaml").write_text("epochs: 2\nbatch_size: 16\n")
     (exp / "hyp.yaml").write_text("lr0: 0.01\nmomentum: 0.937\n")
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert run.format == "ultralytics" and run.name == "runs/train/exp"
     assert run.config == {"epochs": 2, "batch_size": 16, "lr0": 0.01, "momentum": 0.937}
     assert "time" not in run.metrics and run.scalars["wall_time"].max() == pytest.approx(25.1)
@@ -354,7 +342,7 @@ def test_keras_csvlogger_and_history_without_epoch(tmp_path):
 def test_keras_csvlogger_under_its_documented_log_name(tmp_path):
     (tmp_path / "training.log").write_text("epoch,loss,val_loss\n0,1.0,1.2\n1,0.8,1.1\n")
     (tmp_path / "server.log").write_text("INFO starting\nepoch 1 loss 0.5\n")  # a plain text log: not ours
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert run.format == "keras_csv" and run.name == "training.log"
     assert RunView(run).roles == {"train_loss": "loss", "val_loss": "val_loss"}
 
@@ -419,7 +407,7 @@ def test_hf_trainer_state_and_checkpoints(tmp_path):
     (out / "trainer_state.json").write_text(_trainer_state(30, history))
     (out / "runs" / "Jan01_00-00-00_host").mkdir(parents=True)
     (out / "runs" / "Jan01_00-00-00_host" / "events.out.tfevents.1700000000.host.1.0").write_bytes(b"")
-    run = one_run(tmp_path)  # the Trainer's TensorBoard copy is not a second run
+    run = only_run(tmp_path)  # the Trainer's TensorBoard copy is not a second run
     assert any("repeat this log_history" in n for n in run.notes)
     assert run.format == "hf_trainer" and run.name == "output"
     loss = series(run, "loss")
@@ -439,7 +427,7 @@ def test_hf_trainer_only_checkpoints_uses_latest(tmp_path):
         d = tmp_path / "out" / f"checkpoint-{10 * upto}"
         d.mkdir(parents=True)
         (d / "trainer_state.json").write_text(_trainer_state(10 * upto, history[:upto]))
-    run = one_run(tmp_path)
+    run = only_run(tmp_path)
     assert len(series(run, "loss")) == 5
 
 
@@ -523,11 +511,11 @@ def test_explicit_non_log_file_gets_a_reason(tmp_path):
 def test_explicit_single_files_are_read(tmp_path):
     path = tmp_path / "trainer_state.json"
     path.write_text(_trainer_state(2, [{"loss": 1.0, "step": 1}, {"loss": 0.5, "step": 2}]))
-    assert one_run(path).format == "hf_trainer"
+    assert only_run(path).format == "hf_trainer"
     csv_path = tmp_path / "results.csv"
     csv_path.write_text("epoch,train/box_loss,val/box_loss\n0,1.0,1.1\n")
     (tmp_path / "args.yaml").write_text("epochs: 1\n")
-    run = one_run(csv_path)
+    run = only_run(csv_path)
     assert run.format == "ultralytics" and run.config == {"epochs": 1}
 
 

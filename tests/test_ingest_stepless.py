@@ -2,21 +2,14 @@
 instead of collapsing to one point."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
-from logdoctor.ingest import load_runs
 from logdoctor.view import RunView
 
 pytest.importorskip("torch.utils.tensorboard")
 from torch.utils.tensorboard import SummaryWriter  # noqa: E402
-
-
-def only_run(path: Path):
-    runs, errors = load_runs(path)
-    assert errors == [] and len(runs) == 1, (errors, [r.name for r in runs])
-    return runs[0]
+from _ingest_helpers import only_run
 
 
 def test_tensorboard_add_scalar_without_global_step_keeps_every_point_in_order(tmp_path):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 import shutil
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -11,17 +10,12 @@ import pytest
 
 from _tb_writers import REAL, event_file, hparams_in_main_file, write_hparams, write_mixed, write_scalars
 from logdoctor.ingest import load_runs
+from _ingest_helpers import only_run
 
 
 def as_dict(run, prefix: str = "") -> dict[tuple[str, int], float]:
     rows = run.scalars.filter(pl.col("metric").str.starts_with(prefix)).iter_rows(named=True)
     return {(r["metric"][len(prefix):], r["step"]): r["value"] for r in rows}
-
-
-def only_run(path: Path):
-    runs, errors = load_runs(path)
-    assert errors == [] and len(runs) == 1, (errors, [r.name for r in runs])
-    return runs[0]
 
 
 def test_simple_value_matches_what_was_written_and_tbparse(tmp_path):
@@ -66,7 +60,7 @@ def test_restarted_run_keeps_the_newest_values(tmp_path):
     assert any("restart" in n and "step 40" in n for n in run.notes)
 
 
-def test_keras_train_validation_folders_are_one_run(tmp_path):
+def test_keras_train_validation_folders_are_only_run(tmp_path):
     train = write_scalars(tmp_path / "exp" / "train", tags=("epoch_loss",), steps=range(10))
     val = write_scalars(tmp_path / "exp" / "validation", tags=("epoch_loss",), steps=range(10), offset=0.2)
     run = only_run(tmp_path)

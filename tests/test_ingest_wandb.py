@@ -8,6 +8,7 @@ import pytest
 
 from logdoctor.ingest import load_runs
 from logdoctor.view import RunView
+from _ingest_helpers import only_run
 
 
 def _chart_export(path: Path, metric: str, runs: dict[str, list[float]], x_axis: str = "Step") -> None:
@@ -70,12 +71,6 @@ def _resumed_offline_run(tmp_path: Path, segments: list[tuple[list[int] | None, 
             run.log({"loss": value}, **({} if steps is None else {"step": step}))
         run.finish(exit_code=exit_code)
         wandb.teardown()
-
-
-def only_run(path: Path):
-    runs, errors = load_runs(path)
-    assert errors == [] and len(runs) == 1, (errors, [r.name for r in runs])
-    return runs[0]
 
 
 def test_an_offline_resume_that_restarts_the_step_counter_follows_the_first_segment(tmp_path):
