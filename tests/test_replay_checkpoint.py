@@ -214,3 +214,45 @@ def test_whole_module_saved_needs_trust_then_reads(tmp_path):
         load_checkpoint(tmp_path / "whole.pt")
     ckpt = load_checkpoint(tmp_path / "whole.pt", trust=True)
     assert ckpt.layout == "training_dict" and "0.weight" in ckpt.model and ckpt.step == 3
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    """The real CLI in a subprocess: torch's logger writes to the process's own stderr, which CliRunner misses."""
+    return subprocess.run([sys.executable, "-m", "logdoctor", *args], capture_output=True, text=True, cwd=Path(__file__).parent)
+
+
+def test_raw_pickle_refusal_names_the_global_and_stays_one_line(tmp_path):
+    """A plain pickle.dump (not torch.save) with a payload: torch rejects it on an opcode number and warns about
+    the protocol; the refusal names the global it wants instead, found by reading opcodes, never executing."""
+    import pickle
+
+    marker = tmp_path / "pwned.txt"
+    with open(tmp_path / "raw.pt", "wb") as fh:
+        pickle.dump({"model": {"w": torch.ones(2)}, "payload": _Evil(marker)}, fh, protocol=4)
+    result = _cli("replay", str(tmp_path / "raw.pt"))
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr
+    assert "refusing to unpickle (it references builtins.exec" in result.stderr and not marker.exists()
+
+
+def test_raw_pickle_without_a_payload_is_not_called_malicious(tmp_path):
+    """Near miss: a raw pickle of plain numbers names no global; it is unreadable, not refused."""
+    import pickle
+
+    with open(tmp_path / "raw.pt", "wb") as fh:
+        pickle.dump({"model": [1.0, 2.0]}, fh, protocol=4)
+    result = _cli("replay", str(tmp_path / "raw.pt"))
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr
+    assert "refusing" not in result.stderr and "not a readable PyTorch checkpoint" in result.stderr
+
+
+@pytest.mark.parametrize("bad", ["pt2", "mse"])
+def test_torch_noise_never_precedes_the_error_line(tmp_path, trained, bad):
+    """A corrupt torch.export program (torch logs a traceback) or a broadcasting MSE on class ids (a UserWarning)."""
+    model, opt, _, _ = trained
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 5}, tmp_path / "c.pt")
+    torch.save((torch.randn(8, 16), torch.randint(0, 10, (8,))), tmp_path / "batch.pt")
+    (tmp_path / "m.pt2").write_bytes(b"not a zip archive" * 10)
+    spec = [str(tmp_path / "m.pt2")] if bad == "pt2" else [f"{Path(__file__).parent / '_replay_models.py'}:mlp", "--loss", "mse"]
+    result = _cli("replay", str(tmp_path / "c.pt"), "--model", *spec, "--batch", str(tmp_path / "batch.pt"))
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr
+    assert result.stderr.startswith("logdoctor: ")

@@ -20,8 +20,13 @@ Layouts understood:
 from __future__ import annotations
 
 import json
+import logging
 import pickle
+import pickletools
 import re
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,16 +85,73 @@ def load_checkpoint(path: str | Path, trust: bool = False) -> Checkpoint:
     return ckpt
 
 
+@contextmanager
+def quiet_torch() -> Iterator[None]:
+    """Silence Python warnings and torch's logger while torch reads user files or runs user models.
+
+    torch reports a damaged .pt2 as a logged traceback and an unusual pickle protocol or a
+    broadcasting loss as UserWarnings, before raising or returning; the one line logdoctor prints
+    says what matters, and the noise above it would bury that line.
+    """
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(previous)
+
+
+#: Globals a plain tensor pickle legitimately names; anything else is what the refusal should name.
+_TENSOR_GLOBALS = ("torch.", "collections.", "_codecs.", "numpy.core.multiarray._reconstruct", "numpy.dtype", "numpy.ndarray")
+_STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING", "BINSTRING", "STRING"}
+
+
+def pickled_global(path: Path, limit: int = 200_000) -> str | None:
+    """The first global a raw (non-zip) pickle imports that a tensor file would not, found by reading
+    its opcodes with pickletools (nothing is executed), or None.
+
+    The safe loader rejects such files on an opcode number ("Unsupported operand 149") rather than
+    on the global, so the refusal could not otherwise say what the file wants to run.
+    """
+    strings: list[str] = []
+    memo: dict[int, str] = {}
+    try:
+        with open(path, "rb") as fh:
+            for count, (op, arg, _) in enumerate(pickletools.genops(fh)):
+                if count >= limit:
+                    return None
+                name = op.name
+                if name in _STRING_OPS:
+                    strings.append(str(arg))
+                elif name == "MEMOIZE" and strings:
+                    memo[len(memo)] = strings[-1]
+                elif name in ("BINPUT", "LONG_BINPUT", "PUT") and strings:
+                    memo[int(arg)] = strings[-1]
+                elif name in ("BINGET", "LONG_BINGET", "GET") and int(arg) in memo:
+                    strings.append(memo[int(arg)])
+                elif name in ("GLOBAL", "INST", "STACK_GLOBAL"):
+                    found = str(arg).replace(" ", ".") if name != "STACK_GLOBAL" else ".".join(strings[-2:])
+                    if not found.startswith(_TENSOR_GLOBALS):
+                        return found
+    except Exception:  # noqa: BLE001 - a damaged pickle simply names nothing
+        return None
+    return None
+
+
 def load_file(path: Path, trust: bool = False) -> Any:
     """`torch.load` with weights_only=True; a file that needs full unpickling is refused unless trusted."""
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        with quiet_torch():
+            return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         if not trust:
             found = re.search(r"GLOBAL ([\w.]+)", str(exc))
-            if found:
+            name = found.group(1) if found else pickled_global(path)
+            if name:
                 raise ReplayError(
-                    f"{path}: refusing to unpickle (it references {found.group(1)}; loading it could run code) — "
+                    f"{path}: refusing to unpickle (it references {name}; loading it could run code) — "
                     "pass --trust-checkpoint only if you trust where it came from"
                 ) from None
             detail = re.search(r"WeightsUnpickler error:\s*(.+)", str(exc))
@@ -101,7 +163,8 @@ def load_file(path: Path, trust: bool = False) -> Any:
     except Exception as exc:  # noqa: BLE001 - torch raises many types for a damaged file
         raise ReplayError(f"{path}: not a readable PyTorch checkpoint ({type(exc).__name__}: {exc})") from None
     try:
-        return torch.load(path, map_location="cpu", weights_only=False)
+        with quiet_torch():
+            return torch.load(path, map_location="cpu", weights_only=False)
     except Exception as exc:  # noqa: BLE001
         raise ReplayError(f"{path}: cannot load even with --trust-checkpoint ({type(exc).__name__}: {exc})") from None
 

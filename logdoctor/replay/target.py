@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import ReplayError
-from .checkpoint import Checkpoint, load_file
+from .checkpoint import Checkpoint, load_file, quiet_torch
 
 INPUT_KEYS = ("input", "inputs", "x", "data", "image", "images", "pixel_values", "input_ids", "features")
 TARGET_KEYS = ("target", "targets", "y", "label", "labels")
@@ -153,7 +153,8 @@ def model_factory(spec: str) -> Callable[[], nn.Module]:
 
         def from_program() -> nn.Module:
             try:
-                return torch.export.load(str(path)).module()
+                with quiet_torch():
+                    return torch.export.load(str(path)).module()
             except Exception as exc:  # noqa: BLE001
                 raise ReplayError(f"--model {spec}: not a loadable torch.export program ({exc})") from None
 
@@ -321,7 +322,8 @@ def build_target(
         raise ReplayError("--model needs --batch FILE.pt or --data module:fn to run dynamic probes")
     dev = pick_device(device)
     factory = model_factory(model_spec)
-    model = factory()
+    with quiet_torch():
+        model = factory()
     notes: list[str] = []
     loaded = load_weights(model, ckpt, notes)
     model = model.to(dev)
@@ -331,7 +333,7 @@ def build_target(
     target.trainable = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
     target.frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
     try:
-        with torch.no_grad():
+        with torch.no_grad(), quiet_torch():  # a broadcasting-loss warning would precede the error line
             value, _ = target.loss(model)
     except ReplayError:
         raise
