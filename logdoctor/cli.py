@@ -373,15 +373,20 @@ def inspect(
 
 @app.command()
 def rules() -> None:
-    """List every rule: code, severity, one-line summary."""
+    """List every rule (code, severity, one-line summary), then the replay probes' codes."""
     from rich.table import Table
 
     from .rules import all_rules
 
+    from .replay import PROBE_CODES
+
     table = Table("code", "severity", "what it detects", box=None)
     for code, cls in all_rules().items():
         table.add_row(code, cls.severity, cls.summary())
-    _console().print(table)
+    console = _console()
+    console.print(table)
+    # the probes' own summaries live in modules that import PyTorch: their codes are enough here
+    console.print(f"\nreplay probes (logdoctor replay; `logdoctor explain CODE`): {', '.join(PROBE_CODES)}", highlight=False)
 
 
 @app.command()

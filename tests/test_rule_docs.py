@@ -48,3 +48,14 @@ def test_docs_folder_is_generated_from_the_docstrings(tmp_path):
     assert sorted(p.name for p in DOCS.glob("*.md")) == names, "stale docs/rules/: run python -m logdoctor.ruledocs"
     match, mismatch, errors = filecmp.cmpfiles(tmp_path / "rules", DOCS, names, shallow=False)
     assert not mismatch and not errors, f"stale docs/rules/ ({mismatch + errors}): run python -m logdoctor.ruledocs"
+
+
+def test_rules_command_lists_every_rule_and_every_probe_code():
+    from typer.testing import CliRunner
+
+    from logdoctor.cli import app
+    from logdoctor.replay import PROBE_CODES
+
+    out = CliRunner().invoke(app, ["rules"], env={"COLUMNS": "200"}).output
+    for code in (*all_rules(), *PROBE_CODES):
+        assert code in out, f"`logdoctor rules` does not list {code}"
