@@ -20,9 +20,9 @@ class Flat(Rule):
         class prior), nor ends far from it, and it
         shows no steady decline (a small drop with a strong Mann-Kendall
         trend is `crawl`). An exactly constant loss is the strongest form;
-        next to it, a validation loss or score identical at every evaluation
-        (the weights never moved) while the training loss only wanders with
-        its batch noise. A
+        next to it, a validation loss or score that stays within half a
+        percent at every evaluation (the weights never moved) while the
+        training loss only wanders with its batch noise. A
         run that sits at chance for a while and then learns is not flat, nor
         is a learning curve on top of a large constant (a loss of 50 + 2e^-t
         falls only 4 % of its level): when the loss keeps falling after the
@@ -72,8 +72,10 @@ class Flat(Rule):
         "min_learning_sigmas": 20.0,
         # ...and that fall is at least this share of its whole fall from the first logged value
         "min_learning_share": 0.5,
-        # a validation loss or score identical at this many evaluations: the weights are frozen
+        # a validation loss or score that stays within this share of its level over at least
+        # min_frozen_evaluations evaluations: the weights (next to) never moved
         "min_frozen_evaluations": 5,
+        "max_frozen_spread": 0.005,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -90,8 +92,8 @@ class Flat(Rule):
         drop_best = (initial - c.best) / scale
         drop_end = (initial - c.end) / scale
         max_drop = self.params["max_relative_drop"]
-        # a validation loss identical at every evaluation says the weights never moved: then a
-        # dip of the noisy training loss's running median below its start is noise, not learning
+        # a validation loss that does not move at any evaluation says the weights never moved:
+        # then a dip of the noisy training loss's running median below its start is noise
         frozen_val = self._frozen_validation(view, series)
         if (drop_best >= max_drop and frozen_val is None) or abs(drop_end) >= max_drop:
             return []
@@ -125,7 +127,7 @@ class Flat(Rule):
             confidence = max(confidence, 0.9)
         what = "is exactly constant" if constant else "never moves below its initial level"
         if frozen_val is not None and not constant:
-            what += f" and {frozen_val.name} is identical at every evaluation"
+            what += f" and {frozen_val.name} stays within {_spread(frozen_val.values):.2%} at every evaluation"
         return [
             self.finding(
                 series,
@@ -151,9 +153,17 @@ class Flat(Rule):
         ]
 
     def _frozen_validation(self, view: RunView, judged: Series) -> Series | None:
-        """The validation loss or score that repeats bit for bit, if any (not the judged series)."""
+        """The validation loss or score that (next to) never moves, if any (not the judged series)."""
         for role in ("val_loss", "val_acc"):
             for val in view.all_series(role):
-                if val is not judged and curves.frozen(val.values, self.params["min_frozen_evaluations"]):
+                if val is not judged and curves.frozen(
+                    val.values, self.params["min_frozen_evaluations"], self.params["max_frozen_spread"]
+                ):
                     return val
         return None
+
+
+def _spread(values) -> float:
+    """Range of the finite values as a share of their median level."""
+    v = values[np.isfinite(values)]
+    return float(np.ptp(v)) / max(abs(float(np.median(v))), curves.TINY)
