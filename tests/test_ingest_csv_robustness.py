@@ -103,8 +103,24 @@ def test_a_fractional_epoch_keeps_every_row_in_order(tmp_path):
 def test_a_restarted_keras_log_keeps_the_epoch_as_step(tmp_path):
     """CSVLogger(append=True) after resuming from epoch 3: epochs go back, the newer values win."""
     (tmp_path / "training.log").write_text("epoch,loss\n0,1.0\n1,0.9\n2,0.8\n3,0.7\n4,0.6\n3,0.65\n4,0.55\n5,0.5\n")
-    loss = series(only_run(tmp_path), "loss")
+    run = only_run(tmp_path)
+    loss = series(run, "loss")
     assert list(loss.steps) == [0, 1, 2, 3, 4, 5] and list(loss.values) == [1.0, 0.9, 0.8, 0.65, 0.55, 0.5]
+    # said where analyze shows it, not only in inspect's per-metric counts
+    assert any("'epoch' goes back 1 time(s) (first from 4 to 3)" in w for w in run.warnings)
+
+
+def test_two_logs_appended_into_one_csv_are_flagged_and_an_ordinary_log_is_not(tmp_path):
+    """Stable-Baselines3-style progress.csv: an aborted run's rows, then a new run from the start."""
+    first = tmp_path / "a" / "progress.csv"
+    first.parent.mkdir()
+    rows = [(5120 * i, 1.0 / i) for i in (1, 2, 3, 4)] + [(1280 * i, 1.2 / i) for i in range(1, 40)]
+    pd.DataFrame(rows, columns=["time/total_timesteps", "train/loss"]).to_csv(first, index=False)
+    assert any("goes back 1 time(s) (first from 20480 to 1280)" in w for w in only_run(first.parent).warnings)
+    clean = tmp_path / "b" / "progress.csv"
+    clean.parent.mkdir()
+    pd.DataFrame(rows[4:], columns=["time/total_timesteps", "train/loss"]).to_csv(clean, index=False)
+    assert not any("goes back" in w for w in only_run(clean.parent).warnings)
 
 
 def test_lightning_rows_without_a_step_are_placed_at_the_last_step_of_their_epoch(tmp_path):

@@ -62,4 +62,4 @@ def test_an_rl_run_stays_healthy_with_a_line_saying_what_was_not_judged():
     console = Console(file=io.StringIO(), width=80, no_color=True)
     render_terminal(Diagnosis("runs/", [rd]), console)
     out = console.file.getvalue()
-    assert out.startswith("✓ HEALTHY") and "checked for NaN / inf only" in out
+    assert out.startswith("✓ HEALTHY") and "(checked NaN / inf only)" in out

@@ -47,6 +47,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from ..model import Run, tidy
@@ -330,6 +331,24 @@ def _stepless_rows(frame: pl.DataFrame, step: str, metrics: list[str]) -> list[s
     return [f"{lost} row(s) with values but no step skipped"] if lost else []
 
 
+def _step_restarts(frame: pl.DataFrame, step: str) -> list[str]:
+    """A step column that goes back down: two logs appended into one file, or a run restarted
+    into the same CSV. Sorting by step then interleaves them and a repeated step keeps the later
+    value, so say it where `analyze` shows it, not only in `inspect`'s per-metric counts."""
+    values = frame.get_column(step).cast(pl.Float64, strict=False).drop_nulls().to_numpy()
+    if len(values) < 2:
+        return []
+    back = np.flatnonzero(values[1:] < np.maximum.accumulate(values)[:-1])
+    starts = back[np.r_[True, np.diff(back) > 1]] if len(back) else back
+    if not len(starts):
+        return []
+    first = int(starts[0]) + 1
+    return [
+        f"'{step}' goes back {len(starts)} time(s) (first from {values[first - 1]:.10g} to {values[first]:.10g}): "
+        "logs appended or a restarted run in one file? rows are sorted by step, a repeated step keeps the later value"
+    ]
+
+
 def numeric_columns(frame: pl.DataFrame, exclude: set[str] = frozenset()) -> list[str]:
     return [c for c in frame.columns if c not in exclude and frame.schema[c].is_numeric() and c not in INDEX_COLUMNS]
 
@@ -409,4 +428,5 @@ def _read_csv_run(source: Source, path: Path) -> Run:
     notes.extend(steps.notes)
     if steps.column is not None:
         warnings.extend(_stepless_rows(steps.frame, steps.column, metrics))
+        warnings.extend(_step_restarts(steps.frame, steps.column))
     return Run(name="", path=str(source.path), format=kind, scalars=scalars, config=config, warnings=warnings, notes=notes)

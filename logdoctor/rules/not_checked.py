@@ -49,7 +49,7 @@ class NotChecked(Rule):
         if points < self.params["min_points"]:
             return [self._finding(main, f"not checked: too few points ({points}) to judge the loss", checked="nothing", points=points)]
         if is_reinforcement(view):
-            return [self._finding(main, "loss shape not judged: the run logs a reward (RL), so its losses were checked for NaN / inf only", checked="NaN / inf only")]
+            return [self._finding(main, "loss shape not judged: the run logs a reward (RL), and its losses are not minimised toward a floor", checked="NaN / inf only")]
         return []
 
     def _finding(self, series, title: str, **evidence) -> Finding:
