@@ -44,6 +44,7 @@ ROLES = (
     "loss_scale",
     "train_acc",
     "val_acc",
+    "val_err",
     "reward",
     "epoch",
 )
@@ -68,6 +69,10 @@ _ACC = set().union(*_ACC_TIERS)
 #: Scores nobody computes on the training batches: validation when the name says no split.
 _EVAL_ONLY = (_ACC - _ACC_TIERS[0]) | {"top1"}
 _REWARD = {"reward", "rewards", "return", "returns", "rew", "episodereward", "episodereturn"}
+#: Error rates (lower is better): word / character / translation error rate, `top1_err`, `error`.
+_ERR = {"wer", "cer", "ter", "mer", "err", "error", "errors", "errorrate"}
+#: Error rates nobody computes on training batches: validation when the name says no split.
+_EVAL_ONLY_ERR = {"wer", "cer", "ter", "mer", "top1", "topk"}
 #: Optimizer settings logged beside the LR (`lr-AdamW-momentum`, `beta1`): not learning rates.
 _NOT_LR = {"momentum", "beta", "beta1", "beta2", "betas", "wd", "decay", "weight", "eps"}
 #: Words that make a name a setting of the quantity rather than its value (`lr_decay_steps`,
@@ -186,6 +191,12 @@ def classify(name: str) -> str | None:
             return "test_loss"
         return "train_loss"
     words = _vocabulary(name, toks)
+    if words & _ERR:
+        # an error rate is a task score read the other way round (`val/top1_err` is no accuracy);
+        # a training-split error rate takes no role
+        if split is None and words & _EVAL_ONLY_ERR:
+            split = "val"
+        return "val_err" if split in ("val", "test") else None
     if _is_accuracy(words):
         if split is None and words & _EVAL_ONLY:
             split = "val"

@@ -500,3 +500,29 @@ def test_degenerate_series_do_not_crash(rule, shape):
     metrics = {name: (s, v) for name in ("train_loss", "val_loss", "val_acc", "lr", "grad_norm", "loss_scale")}
     rule().check(make_view(metrics, {"max_grad_norm": 1.0}))
     rule().check(make_view({"train_loss": train_curve(), **{k: m for k, m in metrics.items() if k != "train_loss"}}))
+
+
+def test_overfit_says_when_the_task_metric_still_improves():
+    """Whisper fine-tuning: eval loss rises from over-confidence while the word error rate keeps
+    falling. Still reported (the loss did rise), but checkpoint selection by the WER comes first.
+
+    Near miss: a WER that rises with the loss leaves the usual overfit causes and fixes first.
+    """
+    e = np.arange(20)
+    val = 0.6 + 1.7 * np.exp(-e / 2.0) + 0.02 * np.maximum(0, e - 7) ** 1.3
+    falling_wer = 60 * np.exp(-e / 3.0) + 30 - 0.2 * e
+    view = make_view({"train/loss": train_curve(), "eval_loss": (epochs(), val), "eval_wer": (epochs(), falling_wer)})
+    [f] = Overfit().check(view)
+    assert f.evidence["task_metric"] == "eval_wer" and f.evidence["task_metric_end"] < f.evidence["task_metric_at_val_best"]
+    assert "eval_wer" in f.fixes[0] and "eval_wer still improves" in f.title
+    rising_wer = 60 * np.exp(-e / 3.0) + 30 + 0.8 * np.maximum(0, e - 7)
+    view = make_view({"train/loss": train_curve(), "eval_loss": (epochs(), val), "eval_wer": (epochs(), rising_wer)})
+    [f] = Overfit().check(view)
+    assert "task_metric" not in f.evidence and f.fixes[0] == Overfit().finding(None, title="", steps=None, confidence=1, evidence={}).fixes[0]
+
+
+def test_overfit_reads_an_error_rate_the_right_way_round_when_no_val_loss():
+    e = np.arange(20)
+    err = 40 * np.exp(-e / 2.0) + 10 + 0.6 * np.maximum(0, e - 7) ** 1.3  # val/top1_err turns back up
+    [f] = Overfit().check(make_view({"train/loss": train_curve(), "val/top1_err": (epochs(), err)}))
+    assert f.metric == "val/top1_err" and "error rate rose" in f.title

@@ -7,7 +7,7 @@ from .. import curves
 from ..model import Finding
 from ..roles import higher_is_better
 from ..view import RunView
-from .base import Rule
+from .base import Rule, bullets
 
 
 class Overfit(Rule):
@@ -37,6 +37,11 @@ class Overfit(Rule):
         - keep the checkpoint at the validation minimum (early stopping on validation loss, patience of a few evaluations)
         - raise regularisation: weight_decay (AdamW, e.g. 0.01 to 0.1), dropout 0.1 to 0.3, stronger data augmentation
         - more training data, or a smaller model
+        When a validation accuracy or error rate logged beside the loss still
+        improves after the loss's best, the finding says so and puts
+        checkpoint selection by that metric first: the loss is growing from
+        over-confident mistakes (common when fine-tuning), not from a model
+        that gets worse at the task.
     Probe:
         none from logs alone; compare the checkpoint at the validation minimum with the last one on held-out data
     Example:
@@ -63,11 +68,14 @@ class Overfit(Rule):
         # a training loss that no longer falls still counts when it sits at most this share of
         # the best validation loss (memorised: it has nowhere left to fall)
         "max_memorised_ratio": 0.1,
+        # a validation accuracy / error rate still better by this share at the end than where the
+        # validation loss was best: the loss rise is over-confidence, said in the finding
+        "min_task_gain": 0.01,
     }
 
     def check(self, view: RunView) -> list[Finding]:
         train = view.series("train_loss")
-        role = "val_loss" if view.series("val_loss") is not None else "val_acc"
+        role = next((r for r in ("val_loss", "val_acc", "val_err") if view.series(r) is not None), "val_loss")
         val, sign = view.series(role), -1.0 if higher_is_better(role) else 1.0
         if train is None or val is None:
             return []
@@ -123,16 +131,35 @@ class Overfit(Rule):
         confidence = 0.45 + 0.55 * np.mean(
             [min(1.0, rel / (4 * self.params["min_rise_relative"])), min(1.0, after / 8), min(1.0, max(tau, held)), min(1.0, train_drop / 0.2)]
         )
-        what = "loss" if sign > 0 else "accuracy"
+        what = {"val_loss": "loss", "val_acc": "accuracy", "val_err": "error rate"}[role]
+        title = f"validation {what} {'rose' if sign > 0 else 'fell'} {rel:.0%} from its best at step {int(steps[i_min])} while training loss kept falling"
+        task = self._task_metric_improving(view, role, steps[i_min]) if role == "val_loss" else None
+        causes = fixes = None
+        task_evidence = {}
+        if task is not None:
+            name, at_best, last = task
+            title += f"; {name} still improves ({at_best:.4g} -> {last:.4g})"
+            doc = self.doc()
+            causes = [
+                f"the validation loss grows from a few confidently wrong predictions while the task metric "
+                f"({name}) still improves: calibration degrades, the model is not getting worse at the task",
+                *bullets(doc["Root causes"]),
+            ]
+            fixes = [
+                f"select checkpoints by {name} (metric_for_best_model, ModelCheckpoint(monitor=...)), not by the validation loss",
+                "label smoothing (0.1) or temperature scaling if calibrated probabilities matter",
+                *bullets(doc["Fix"]),
+            ]
+            confidence *= 0.75
+            task_evidence = {"task_metric": name, "task_metric_at_val_best": at_best, "task_metric_end": last}
         return [
             self.finding(
                 val,
-                title=(
-                    f"validation {what} {'rose' if sign > 0 else 'fell'} {rel:.0%} from its best at step "
-                    f"{int(steps[i_min])} while training loss kept falling"
-                ),
+                title=title,
                 steps=(int(steps[i_min]), int(steps[-1])),
                 confidence=confidence,
+                causes=causes,
+                fixes=fixes,
                 evidence={
                     "val_best": sign * best,
                     "val_best_step": int(steps[i_min]),
@@ -145,7 +172,28 @@ class Overfit(Rule):
                     "val_held_share": held,
                     "train_at_val_best": train_at_min,
                     "train_end": train_end,
+                    **task_evidence,
                 },
             )
         ]
+
+    def _task_metric_improving(self, view: RunView, role: str, best_step: int) -> tuple[str, float, float] | None:
+        """A validation accuracy / score or error rate that is still better at the end than where the
+        validation loss was best, beyond its own noise: (name, value there, value at the end)."""
+        for score_role in ("val_acc", "val_err"):
+            sign = -1.0 if higher_is_better(score_role) else 1.0
+            for score in view.all_series(score_role):
+                ok = np.isfinite(score.values)
+                steps, values = score.steps[ok], score.values[ok]
+                after = steps >= best_step
+                if after.sum() < self.params["min_points_after_min"] + 1:
+                    continue
+                at_best = float(values[after][0])
+                tail = values[after][-max(1, int(after.sum()) // 4) :]
+                last = float(np.median(tail))
+                gain = sign * (at_best - last)
+                noise = curves.noise_sigma(values)
+                if gain > max(self.params["min_task_gain"] * abs(at_best), 2 * noise):
+                    return score.name, at_best, last
+        return None
 
