@@ -22,7 +22,10 @@ class Spike(Rule):
         tested, so a one-step spike is never averaged away. Spikes whose
         heights (as shares of the progress, each capped at 1) add up to less
         than one whole progress are reported as info: heavy-tailed batch
-        noise and the odd bad batch are normal.
+        noise and the odd bad batch are normal. A broad excursion counts
+        too: the smoothed loss climbs half its start level or more above
+        where the run started (a warmup's peak LR wrecking a pretrained
+        model) and takes a tenth of the run or more to come back below it.
     Root causes:
         - a single bad batch: corrupt or extreme examples, a label outlier
         - learning rate too high for the phase (no warmup, or peak LR too high): an update overshoots and recovers
@@ -63,6 +66,12 @@ class Spike(Rule):
         "warn_mass": 1.0,
         # the opening share of the run is ignored: the first steps from init are not a settled level
         "skip_start": 0.05,
+        # a broad excursion: the smoothed loss climbs this share of its start level (and this many
+        # noise sigmas) above where the run started, then comes back below it
+        "min_excursion": 0.5,
+        "min_excursion_noise": 10.0,
+        # ...and takes at least this share of the run to get back below its start
+        "min_excursion_recovery": 0.1,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -91,7 +100,8 @@ class Spike(Rule):
                 continue  # did not come back: a level shift, not a spike
             spikes.append((peak, float(height[peak]), float(h.score[peak])))
         if not spikes:
-            return []
+            found = self._excursion(series, c)
+            return [found] if found else []
         top = max(spikes, key=lambda s: s[1])
         tall = top[1] / ref
         mass = sum(min(1.0, h / ref) for _, h, _ in spikes)
@@ -116,6 +126,46 @@ class Spike(Rule):
                 },
             )
         ]
+
+    def _excursion(self, series: Series, c: curves.Curve) -> Finding | None:
+        """One broad climb far above where the run started that it later undoes.
+
+        Too wide for the Hampel test (the rolling median rides up with it) and often in the
+        opening stretch that test skips: the peak LR of a warmup wrecking a pretrained model's
+        features, then many epochs spent getting back to where it began.
+        """
+        smooth = curves.smooth(c.y, 3)
+        start = c.start
+        peak_i = int(np.argmax(smooth))
+        rise = float(smooth[peak_i]) - start
+        if rise < max(self.params["min_excursion"] * abs(start), self.params["min_excursion_noise"] * c.y_noise, curves.TINY):
+            return None
+        back = np.flatnonzero(smooth[peak_i:] <= start)
+        if not len(back) or smooth[-1] > start:
+            return None  # never came back below its start: `diverge` or `oscillate`
+        back_i = peak_i + int(back[0])
+        lost = (back_i - peak_i) / max(len(c) - 1, 1)
+        if lost < self.params["min_excursion_recovery"]:
+            return None  # a quick wobble from init, or a spike the Hampel test judges
+        peak_step, back_step = _peak_step(series, c, peak_i), c.step_at(back_i)
+        confidence = 0.55 + 0.4 * min(1.0, rise / (4 * self.params["min_excursion"] * abs(start) + curves.TINY)) * min(1.0, lost / 0.3)
+        return self.finding(
+            series,
+            title=(
+                f"{series.name} climbs to {smooth[peak_i]:.4g} ({smooth[peak_i] / start:.1f}x its start {start:.4g}) "
+                f"at step {peak_step} and only gets back below its start at step {back_step}"
+            ),
+            steps=(c.first_step, back_step),
+            confidence=confidence,
+            evidence={
+                "loss_start": start,
+                "excursion_peak": float(smooth[peak_i]),
+                "excursion_peak_step": peak_step,
+                "recovered_step": back_step,
+                "share_of_run_recovering": lost,
+                "spike_steps": [peak_step],
+            },
+        )
 
 
 def _peak_step(series: Series, c: curves.Curve, bucket: int) -> int:
