@@ -313,7 +313,7 @@ def test_a_broad_climb_above_the_start_that_takes_long_to_undo_is_a_spike():
     assert got["spike"].evidence["excursion_peak_step"] == 4
     assert got["spike"].evidence["share_of_run_recovering"] > 0.1
     x = np.arange(600)
-    wobble = 0.05 + 0.6 * np.exp(-x / 50) + 0.005 * RNG.standard_normal(600)
+    wobble = 0.05 + 0.6 * np.exp(-x / 50) + 0.005 * np.random.default_rng(12).standard_normal(600)
     wobble[1:3] = [0.3, 1.0]
     assert "spike" not in fired(diagnose(synthetic({"train/loss": (x, wobble)})))
 
