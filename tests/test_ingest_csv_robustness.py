@@ -188,6 +188,13 @@ def test_random_bytes_under_a_csv_name_are_named_binary(tmp_path):
     assert runs == [] and errors == [f"{tmp_path / 'log.csv'}: not a text CSV (binary data)"]
 
 
+def test_a_corrupt_gzip_stream_is_one_skipped_line_not_a_traceback(tmp_path):
+    # a valid gzip header followed by bytes that are no deflate stream: zlib.error, not an OSError
+    (tmp_path / "metrics.csv.gz").write_bytes(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + bytes(range(7, 255)))
+    runs, errors = load_runs(tmp_path)
+    assert runs == [] and len(errors) == 1 and errors[0].startswith(f"{tmp_path / 'metrics.csv.gz'}: ")
+
+
 def test_a_latin1_accent_is_text_not_binary(tmp_path):
     (tmp_path / "log.csv").write_bytes("step,loss,précision\n".encode("latin-1") + b"0,1.0,0.1\n1,0.5,0.2\n")
     assert len(series(only_run(tmp_path), "loss")) == 2

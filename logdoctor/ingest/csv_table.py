@@ -44,6 +44,7 @@ import csv
 import gzip
 import io
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,7 +104,7 @@ def _head(path: Path) -> bytes | None:
                 if not more:
                     break
                 head += more
-    except (OSError, EOFError):  # gzip.BadGzipFile is an OSError
+    except (OSError, EOFError, zlib.error):  # gzip.BadGzipFile is an OSError; a corrupt stream is zlib.error
         return None
     return head
 
