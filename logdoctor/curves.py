@@ -93,17 +93,29 @@ def noise_sigma(values: np.ndarray) -> float:
     return robust_sigma(np.diff(v)) / math.sqrt(2.0)
 
 
+def relative_spread(values: np.ndarray) -> float:
+    """Range of the finite values as a share of their median level (nan when none is finite).
+
+    Scale-free, so one threshold serves a loss of 0.01 and one of 600.
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return math.nan
+    return float(np.ptp(v)) / max(abs(float(np.median(v))), 1e-12)
+
+
 def frozen(values: np.ndarray, min_points: int = 3, max_relative_spread: float = 1e-6) -> bool:
-    """True when at least `min_points` finite values are identical to floating-point precision.
+    """True when at least `min_points` finite values stay within `max_relative_spread` of their level
+    (by default: identical to floating-point precision).
 
     A quantity computed from weights that change never repeats itself bit for bit; one that
     does (a validation loss at every evaluation) was computed from weights that did not move.
     """
     v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if len(v) < min_points:
+    if np.isfinite(v).sum() < min_points:
         return False
-    return float(np.ptp(v)) <= max_relative_spread * max(abs(float(np.median(v))), 1e-12)
+    return relative_spread(v) <= max_relative_spread
 
 
 def quantum(values: np.ndarray, sample: int = 4096) -> float:

@@ -223,3 +223,12 @@ def test_moving_average_over_one_period_cancels_the_pattern_and_keeps_the_trend(
     ma = curves.moving_average(y, 20)
     ok = np.isfinite(ma)
     assert ok.sum() == 581 and np.allclose((y - ma)[ok] - pattern[ok], (y - ma)[ok][0] - pattern[ok][0], atol=1e-9)
+
+
+def test_relative_spread_is_scale_free_and_frozen_uses_it():
+    assert curves.relative_spread(np.array([600.0, 603.0, np.nan, 597.0])) == pytest.approx(0.01)
+    assert curves.relative_spread(np.array([0.006, 0.00603, 0.00597])) == pytest.approx(0.01)
+    assert np.isnan(curves.relative_spread(np.array([np.nan, np.inf])))
+    assert curves.frozen(np.array([681.58, 681.07, 681.3, 681.2, 681.4]), min_points=5, max_relative_spread=0.005)
+    assert not curves.frozen(np.array([681.58, 681.07, 681.3, 681.2]), min_points=5, max_relative_spread=0.005)
+    assert curves.frozen(np.full(3, 0.25)) and not curves.frozen(np.array([0.25, 0.25, 0.2501]))

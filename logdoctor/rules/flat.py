@@ -127,7 +127,7 @@ class Flat(Rule):
             confidence = max(confidence, 0.9)
         what = "is exactly constant" if constant else "never moves below its initial level"
         if frozen_val is not None and not constant:
-            what += f" and {frozen_val.name} stays within {_spread(frozen_val.values):.2%} at every evaluation"
+            what += f" and {frozen_val.name} stays within {curves.relative_spread(frozen_val.values):.2%} at every evaluation"
         return [
             self.finding(
                 series,
@@ -162,8 +162,3 @@ class Flat(Rule):
                     return val
         return None
 
-
-def _spread(values) -> float:
-    """Range of the finite values as a share of their median level."""
-    v = values[np.isfinite(values)]
-    return float(np.ptp(v)) / max(abs(float(np.median(v))), curves.TINY)
