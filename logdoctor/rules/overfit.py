@@ -133,7 +133,7 @@ class Overfit(Rule):
         )
         what = {"val_loss": "loss", "val_acc": "accuracy", "val_err": "error rate"}[role]
         title = f"validation {what} {'rose' if sign > 0 else 'fell'} {rel:.0%} from its best at step {int(steps[i_min])} while training loss kept falling"
-        task = self._task_metric_improving(view, role, steps[i_min]) if role == "val_loss" else None
+        task = self._task_metric_improving(view, steps[i_min]) if role == "val_loss" else None
         causes = fixes = None
         task_evidence = {}
         if task is not None:
@@ -177,7 +177,7 @@ class Overfit(Rule):
             )
         ]
 
-    def _task_metric_improving(self, view: RunView, role: str, best_step: int) -> tuple[str, float, float] | None:
+    def _task_metric_improving(self, view: RunView, best_step: int) -> tuple[str, float, float] | None:
         """A validation accuracy / score or error rate that is still better at the end than where the
         validation loss was best, beyond its own noise: (name, value there, value at the end)."""
         for score_role in ("val_acc", "val_err"):
