@@ -148,20 +148,18 @@ def analyze(
     if replay_ckpt is None and (model or batch or data or loss or trust_checkpoint):
         raise fail("--model/--batch/--data/--loss/--trust-checkpoint only apply together with --replay CKPT")
     config = _load_config(config_file, path, select, ignore)
+    _require_output_folder(output)
     try:
         with _progress("diagnosing", enabled=not quiet) as progress:
             diagnosis = run_analysis(path, _rules_only(config), progress=progress)
     except ReadError as exc:
         raise fail(str(exc)) from None
-    from rich.markup import escape
-
-    err = _console(stderr=True)
-    for line in diagnosis.errors:
-        err.print(f"[yellow]skipped:[/] {escape(line)}", highlight=False, markup=True, soft_wrap=True)
-    if not diagnosis.runs:  # nothing to diagnose is an input error, not a clean bill of health
-        found = "no usable training log" if diagnosis.errors else "no training log found"
-        raise fail(f"{path}: {found}")
+    _print_skipped(diagnosis.errors)
+    if not diagnosis.runs:
+        raise _nothing_read(path, diagnosis.errors)
     if replay_ckpt is not None:
+        from rich.markup import escape
+
         from .replay import ReplayError
         from .replay.command import merge_into
 
@@ -171,7 +169,7 @@ def analyze(
         except ReplayError as exc:
             raise fail(str(exc)) from None
         if not quiet:
-            err.print(escape(result.summary()), highlight=False)
+            _console(stderr=True).print(escape(result.summary()), highlight=False)
     _emit(diagnosis, fmt, output, quiet, no_plots)
     raise typer.Exit(exit_code([rd.status for rd in diagnosis.runs], fail_on))
 
@@ -227,6 +225,27 @@ def _progress(description: str, enabled: bool = True):
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
+def _require_output_folder(output: Optional[Path]) -> None:
+    """-o into a folder that does not exist: one line, checked before any run is read or plot
+    drawn (a long sweep must not be read only to fail at the end), the same for every format."""
+    if output is not None and not output.parent.is_dir():
+        raise fail(f"{output}: cannot write report (no folder {output.parent})")
+
+
+def _print_skipped(errors: list[str]) -> None:
+    """One `skipped:` line on stderr per source that could not be used (never silently dropped)."""
+    from rich.markup import escape
+
+    err = _console(stderr=True)
+    for line in errors:
+        err.print(f"[yellow]skipped:[/] {escape(line)}", highlight=False, markup=True, soft_wrap=True)
+
+
+def _nothing_read(path: Path, errors: list[str]) -> "typer.Exit":
+    """Nothing to diagnose is an input error (exit 2), not a clean bill of health."""
+    return fail(f"{path}: {'no usable training log' if errors else 'no training log found'}")
+
+
 def _emit(
     diagnosis, fmt: OutputFormat, output: Optional[Path], quiet: bool, no_plots: bool, extra=None, sections=None
 ) -> None:
@@ -236,9 +255,7 @@ def _emit(
     is a list of `(title, markdown)` shown by the terminal, Markdown and HTML
     reports after their header (the audit summary).
     """
-    if output is not None and not output.parent.is_dir():
-        # every format fails the same way, before any plot is drawn or folder created
-        raise fail(f"{output}: cannot write report (no folder {output.parent})")
+    _require_output_folder(output)
     if fmt == OutputFormat.json:
         from .report.json_report import render_json
 
@@ -314,8 +331,7 @@ def audit(
     from .ingest import ReadError
 
     config = _rules_only(_load_config(config_file, Path(path), select, ignore))
-    if output is not None and not output.parent.is_dir():  # before the sweep is read, not after
-        raise fail(f"{output}: cannot write report (no folder {output.parent})")
+    _require_output_folder(output)
     try:
         with _progress("auditing", enabled=not quiet) as progress:
             report = run_audit(
@@ -324,13 +340,9 @@ def audit(
             )
     except (ReadError, SchedulerError) as exc:
         raise fail(str(exc)) from None
-    if not report.results:  # as analyze: nothing read is an input error, not a clean sweep
-        from rich.markup import escape
-
-        err = _console(stderr=True)
-        for line in report.errors:
-            err.print(f"[yellow]skipped:[/] {escape(line)}", highlight=False, markup=True, soft_wrap=True)
-        raise fail(f"{path}: {'no usable training log' if report.errors else 'no training log found'}")
+    if not report.results:
+        _print_skipped(report.errors)
+        raise _nothing_read(path, report.errors)
     if fmt == OutputFormat.terminal and not details:
         if output:
             _write(_audit_text(report, quiet), output)

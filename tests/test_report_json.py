@@ -114,6 +114,15 @@ def test_input_errors_exit_2_with_one_line(tmp_path):
     assert bad_format.exit_code == 2
 
 
+def test_a_report_into_a_missing_folder_fails_before_anything_is_read(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "metrics.csv").write_bytes(bytes(range(256)))  # would be a `skipped:` line
+    out = tmp_path / "no" / "such" / "report.json"
+    result = CliRunner().invoke(app, ["analyze", str(tmp_path / "logs"), "-f", "json", "-o", str(out)])
+    assert result.exit_code == 2 and result.stderr == f"logdoctor: {out}: cannot write report (no folder {out.parent})\n"
+    assert not out.parent.exists()
+
+
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_runs"
 
 
