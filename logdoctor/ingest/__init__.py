@@ -144,14 +144,16 @@ def _read_named(source: Source, root: Path) -> tuple[list[Run], list[str]]:
 
 def _make_printable(run: Run) -> None:
     """Control characters in the strings a log supplied become visible escapes (see `printable`);
-    the metric column is only rewritten when some name holds one (the common case costs a scan
-    of the distinct names)."""
+    only the distinct metric names are escaped, and the column is rewritten by a name -> name
+    mapping only when one of them changes (a per-row Python call would cost seconds on a
+    million-point run)."""
     run.name = printable(run.name)
     run.warnings = [printable(w) for w in run.warnings]
     run.notes = [printable(n) for n in run.notes]
     run.config = {printable(str(k)): printable(v) if isinstance(v, str) else v for k, v in run.config.items()}
-    if any(printable(m) != m for m in run.metrics):
-        run.scalars = run.scalars.with_columns(pl.col("metric").map_elements(printable, return_dtype=pl.Utf8))
+    renamed = {m: printable(m) for m in run.metrics if printable(m) != m}
+    if renamed:
+        run.scalars = run.scalars.with_columns(pl.col("metric").replace(renamed))
 
 
 def _with_data(runs: list[Run]) -> tuple[list[Run], list[str]]:
