@@ -385,3 +385,11 @@ def test_a_decaying_schedule_stepped_past_its_total_fires(build):
     train(model, opt, 20, sched)
     outcome = run("scheduler_exhausted", checkpoint(model, opt, sched, step=20))
     assert outcome.status == "fired" and outcome.findings[0].evidence["planned_total"] == 5
+
+
+def test_scheduler_lengths_saved_as_tensors_count_and_flags_do_not():
+    from logdoctor.replay.probe import planned_total, state_number
+
+    assert planned_total({"T_max": torch.tensor(100), "last_epoch": 5}) == (100.0, "CosineAnnealingLR")
+    assert planned_total({"total_iters": 10, "start_factor": 0.1, "end_factor": 1.0}) is None  # a warmup
+    assert state_number(torch.tensor([3.0])) == 3.0 and state_number(True) is None and state_number(torch.ones(2)) is None

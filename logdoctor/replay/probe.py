@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import torch
+
 from ..model import Finding
 from ..rules.base import Rule
 from .checkpoint import Checkpoint
@@ -65,6 +67,17 @@ class ReplayContext:
         return self.cache[key]
 
 
+def state_number(value: Any) -> float | None:
+    """A number saved in optimizer / scheduler / scaler state, as a float; None for anything else.
+
+    States hold plain ints and floats or one-element tensors (Adam's `step` since torch 1.12), and
+    a bool there is a flag, not a count: every probe reading a count must treat them alike.
+    """
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def planned_total(state: dict[str, Any]) -> tuple[float, str] | None:
     """(the run length a scheduler was built for, its family), or None when its state holds none.
 
@@ -73,8 +86,7 @@ def planned_total(state: dict[str, Any]) -> tuple[float, str] | None:
     LR simply stays at its base, which is the plan, not an exhausted schedule.
     """
     def number(key: str) -> float | None:
-        value = state.get(key)
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return state_number(state.get(key))
 
     for key, family in (("T_max", "CosineAnnealingLR"), ("total_steps", "OneCycleLR")):
         if number(key):

@@ -4,20 +4,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import torch
-
 from ..model import Finding
-from .probe import Probe, ReplayContext, Skip, fmt, planned_total
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = value.item()
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+from .probe import Probe, ReplayContext, Skip, fmt, planned_total, state_number
 
 
 def schedule_position(state: dict[str, Any]) -> dict[str, Any]:
     """Where one scheduler stands: position, planned total (if it has one), LR as a fraction of its base."""
-    out: dict[str, Any] = {"last_epoch": _number(state.get("last_epoch"))}
+    out: dict[str, Any] = {"last_epoch": state_number(state.get("last_epoch"))}
     total = planned_total(state)
     if total:
         out["planned_total"], out["family"] = total
@@ -117,7 +110,7 @@ def optimizer_steps(ctx: ReplayContext, index: int) -> int | None:
     if not ctx.ckpt.optimizers:
         return None
     opt = ctx.ckpt.optimizers[min(index, len(ctx.ckpt.optimizers) - 1)]
-    steps = [_number(st.get("step")) for st in opt.get("state", {}).values() if isinstance(st, dict)]
+    steps = [state_number(st.get("step")) for st in opt.get("state", {}).values() if isinstance(st, dict)]
     steps = [s for s in steps if s is not None]
     return int(max(steps)) if steps else None
 
@@ -150,9 +143,9 @@ def skips_possible(state: dict[str, Any], scale: float, steps: int, skips: int) 
     """
     if skips <= 0 or scale <= 0:
         return True
-    growth = _number(state.get("growth_factor")) or 2.0
-    backoff = _number(state.get("backoff_factor")) or 0.5
-    interval = _number(state.get("growth_interval")) or 2000.0
+    growth = state_number(state.get("growth_factor")) or 2.0
+    backoff = state_number(state.get("backoff_factor")) or 0.5
+    interval = state_number(state.get("growth_interval")) or 2000.0
     if not (growth > 1 and 0 < backoff < 1):
         return True
     highest = math.log2(MAX_INIT_SCALE) + ((steps - skips) // interval) * math.log2(growth) + skips * math.log2(backoff)
@@ -191,10 +184,10 @@ class ScalerCollapse(Probe):
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         state = ctx.ckpt.scaler
-        if not isinstance(state, dict) or _number(state.get("scale")) is None:
+        if not isinstance(state, dict) or state_number(state.get("scale")) is None:
             raise Skip("no GradScaler state in the checkpoint")
-        scale = _number(state["scale"])
-        tracker = _number(state.get("_growth_tracker"))
+        scale = state_number(state["scale"])
+        tracker = state_number(state.get("_growth_tracker"))
         evidence = {"scale": scale, "growth_tracker": tracker, "log2_scale": round(math.log2(scale), 2) if scale > 0 else None}
         applied, step = applied_steps(ctx), ctx.ckpt.step
         skipped = 1 - applied / step if applied is not None and step else None
