@@ -602,3 +602,9 @@ def test_a_period_found_in_the_loss_needs_more_cycles_than_a_logged_epoch_counte
     more = np.arange(per * 8)
     y8 = 1.5 - 0.3 * more / len(more) + 0.2 * np.exp(-(more % per) / 8) + 0.01 * RNG.standard_normal(len(more))
     assert "epoch_jumps" in fired(diagnose(synthetic({"train_loss": (more, y8)})))
+
+
+def test_a_loss_stuck_at_exactly_zero_crashes_no_rule():
+    run = synthetic({"loss": (np.arange(200), np.zeros(200))})
+    diagnose(run)
+    assert not any("failed on this run" in w for w in run.warnings), run.warnings

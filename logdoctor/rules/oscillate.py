@@ -100,7 +100,8 @@ class Oscillate(Rule):
         if c is None or len(c) < self.params["min_points_rebound"]:
             return []
         progress = c.start - c.best
-        if progress < self.params["min_progress"] * abs(c.start) or progress < self.params["min_progress_noise"] * c.y_noise:
+        # progress <= 0 too: a loss that never went below its start (0.0 included) has nothing to bounce about
+        if progress <= 0 or progress < self.params["min_progress"] * abs(c.start) or progress < self.params["min_progress_noise"] * c.y_noise:
             return []
         half = len(c) // 2
         late_gain = (c.smooth[half] - c.end) / progress
