@@ -21,7 +21,17 @@ def stepless_metrics(scalars: pl.DataFrame) -> list[str]:
     """Metrics whose points (nearly) all share one step, in first-logged order."""
     if scalars.is_empty():
         return []
-    per_step = scalars.group_by("metric", "step").agg(pl.len().alias("n"))
+    # a cheap necessary condition first, grouped on the metric's integer code rather than its
+    # text (hashing 2M strings with their steps costs hundreds of MB): so many points on one step
+    # leave at most a tenth of them for every other step
+    coded = scalars.select(pl.col("metric").cast(pl.Categorical).to_physical().alias("code"), "metric", "step")
+    counts = coded.group_by("code").agg(pl.col("metric").first(), pl.col("step").n_unique().alias("u"), pl.len().alias("n"))
+    candidates = counts.filter(
+        (pl.col("n") >= MIN_SHARED_POINTS) & (pl.col("u") <= (1 - SHARED_STEP_SHARE) * pl.col("n") + 1)
+    ).get_column("metric")
+    if candidates.is_empty():
+        return []
+    per_step = scalars.filter(pl.col("metric").is_in(candidates.implode())).group_by("metric", "step").agg(pl.len().alias("n"))
     per_metric = per_step.group_by("metric").agg(pl.col("n").max().alias("top"), pl.col("n").sum().alias("total"))
     found = set(
         per_metric.filter((pl.col("top") >= MIN_SHARED_POINTS) & (pl.col("top") >= SHARED_STEP_SHARE * pl.col("total")))
