@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from _report_fixtures import EVIL, evil, flat, mixed
+from _report_fixtures import EVIL, evil, flat, healthy, mixed
 from logdoctor.cli import app
 from logdoctor.model import Diagnosis
 from logdoctor.report.markdown import render_markdown
@@ -106,12 +106,17 @@ def test_sections_come_worst_first_like_the_summary_table():
 
 
 def test_a_rerun_replaces_its_own_plots_and_leaves_other_files_alone(tmp_path):
+    """A re-run deletes what the previous report listed in its manifest, nothing else: a user's
+    file named like one of ours (`2024-curves.png`) stays."""
     plots = tmp_path / "report_plots"
     plots.mkdir()
-    (plots / "0009-a-run-that-is-gone.png").write_bytes(PNG_MAGIC)
     (plots / "notes.png").write_bytes(PNG_MAGIC)
+    (plots / "2024-curves.png").write_bytes(PNG_MAGIC)
+    first = render_markdown(Diagnosis("runs/", [flat(), healthy("b"), healthy("c")]), plots_dir=plots)
+    assert len(IMAGE.findall(first)) == 3
     text = render_markdown(Diagnosis("runs/", [flat()]), plots_dir=plots)
-    assert sorted(p.name for p in plots.iterdir()) == sorted([IMAGE.findall(text)[0].split("/")[-1], "notes.png"])
+    pngs = sorted(p.name for p in plots.glob("*.png"))
+    assert pngs == sorted([IMAGE.findall(text)[0].split("/")[-1], "notes.png", "2024-curves.png"])
 
 
 @pytest.mark.parametrize("fmt", ["md", "html", "json", "terminal"])

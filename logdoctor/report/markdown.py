@@ -17,7 +17,6 @@ in it with `report.text.md_escape`).
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -93,18 +92,24 @@ def summary_table(diagnosis: Diagnosis, index: dict[int, int]) -> list[str]:
     return lines + [""]
 
 
-#: A plot file is `<4-digit section number>-<run slug>.png`: the pattern a re-run may delete.
-_OWN_PLOT = re.compile(r"\d{4}-[A-Za-z0-9._-]+\.png")
+#: The list of plots a report wrote into its plots folder: the only files a re-run deletes.
+_MANIFEST = ".logdoctor-plots"
 
 
 def _remove_own_plots(plots_dir: Path) -> None:
-    """Delete the plots an earlier report wrote here, so a re-run leaves no stale PNGs.
+    """Delete the plots the previous report wrote here, so a re-run leaves no stale PNGs.
 
-    Only files named the way this report names its plots go: anything else in the
-    folder is someone else's.
+    Only the files that report listed in its manifest go: anything else in the folder (a
+    user's own `2024-curves.png`) is someone else's, whatever its name.
     """
-    for old in plots_dir.iterdir():
-        if old.is_file() and _OWN_PLOT.fullmatch(old.name):
+    manifest = plots_dir / _MANIFEST
+    try:
+        names = manifest.read_text(encoding="utf-8").split("\n")
+    except OSError:
+        return
+    for name in names:
+        old = plots_dir / name
+        if name and "/" not in name and old.is_file():
             old.unlink()
 
 
@@ -140,13 +145,17 @@ def render_markdown(
         lines += ["## Summary", ""] + summary_table(diagnosis, index)
     if diagnosis.runs:
         lines += ["## Runs", ""]
+    written: list[str] = []
     for i, rd in enumerate(ordered, 1):
         plot, figure = None, next(figures, None)
         if figure is not None and figure.png:
             name = f"{i:04d}-{slug(rd.run.name)}.png"
             (plots_dir / name).write_bytes(figure.png)
+            written.append(name)
             plot = f"{href}/{name}" if href else name
         lines += _run(i, rd, plot, figure.error if figure is not None else "")
+    if plots_dir is not None and ordered:
+        (plots_dir / _MANIFEST).write_text("\n".join(written), encoding="utf-8")
     if diagnosis.errors:
         lines += ["## Skipped", ""] + [f"- {md_escape(e)}" for e in diagnosis.errors] + [""]
     return "\n".join(lines).rstrip() + "\n"
