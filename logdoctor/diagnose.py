@@ -59,29 +59,10 @@ def diagnose_run(run: Run, config: Config, rules: list | None = None) -> RunDiag
     return RunDiagnosis(run=run, roles=view.roles, findings=rank(findings))
 
 
-def _name_file_of_run(runs: list[Run], root: Path) -> None:
-    """PATH given as one file of a folder-shaped run (its trainer_state.json, an event file,
-    version_0/metrics.csv, a .wandb file) *is* that run: name it '.' as the JSON contract says.
-
-    Discovery names a run by its folder relative to PATH, and a folder is never relative to a
-    file inside it, so such a run would otherwise carry the folder's path as its name.
-    """
-    if not root.is_file():
-        return
-    inside = root.resolve()
-    for run in runs:
-        name = Path(run.name)
-        for folder in (name, *name.parents[:-1]):
-            if folder.is_dir() and inside.is_relative_to(folder.resolve()):
-                run.name = name.relative_to(folder).as_posix()
-                break
-
-
 def analyze(path: str | Path, config: Config | None = None, progress: Callable[[int, int], None] | None = None) -> Diagnosis:
     """Discover, read and diagnose every run under `path` (the Python API behind `logdoctor analyze`)."""
     config = config or Config()
     runs, errors = load_runs(Path(path))
-    _name_file_of_run(runs, Path(path))
     rules = build_rules(config)
     results = []
     for i, run in enumerate(runs):

@@ -107,9 +107,17 @@ def discover(root: Path, errors: list[str] | None = None) -> Iterator[Source]:
 
 
 def run_name(path: Path, root: Path) -> str:
-    """A run's display name: its path relative to the analysed root ('.' for the root itself)."""
+    """A run's display name: its path relative to the analysed root.
+
+    '.' for the root itself, and for the run the root is one file of (PATH given as a run's
+    trainer_state.json, event file, version_0/metrics.csv or .wandb file *is* that run, as the
+    JSON contract says): a run is named by its folder, which is never relative to a file inside it.
+    """
+    where, top = Path(path).resolve(), Path(root).resolve()
+    if where != top and top.is_relative_to(where):
+        return "."
     try:
-        rel = Path(path).resolve().relative_to(Path(root).resolve())
+        rel = where.relative_to(top)
     except ValueError:
         return str(path)
     text = rel.as_posix()
