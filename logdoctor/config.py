@@ -137,6 +137,9 @@ def check_rules(config: Config, thresholds: dict[str, dict[str, Any]], codes: It
 
 
 def _kind(value: Any) -> str:
+    """How a threshold's kind reads in an error line ('a number', 'a list of numbers')."""
+    if isinstance(value, (list, tuple)) and value:
+        return f"a list of {_kind(value[0]).removeprefix('a ')}s"
     if isinstance(value, bool):
         return "true or false"
     if isinstance(value, (int, float)):
@@ -146,8 +149,13 @@ def _kind(value: Any) -> str:
 
 def _same_kind(default: Any, value: Any) -> bool:
     """A threshold keeps its default's kind: numbers stay numbers (an int may set a float), booleans
-    booleans; a default of None accepts anything."""
-    return default is None or _kind(default) == _kind(value)
+    booleans, and a list's items the kind of the default's items (`lrs = ["a"]` would otherwise
+    pass here and fail inside a probe); a default of None accepts anything."""
+    if default is None:
+        return True
+    if isinstance(default, (list, tuple)) and isinstance(value, (list, tuple)) and default:
+        return all(_kind(item) == _kind(default[0]) for item in value)
+    return _kind(default) == _kind(value)
 
 
 def load_config(explicit: Path | None = None, start: Path | None = None) -> Config:

@@ -254,8 +254,8 @@ def _varint(buf: np.ndarray, pos: np.ndarray, lim: np.ndarray) -> tuple[np.ndarr
     return val, nxt, ok
 
 
-def _gather(buf: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarray:
-    """Little-endian numbers of `width` bytes at arbitrary (unaligned) offsets."""
+def _gather(buf: np.ndarray, pos: np.ndarray, dtype: str) -> np.ndarray:
+    """Little-endian numbers of `dtype` (its width in bytes) at arbitrary (unaligned) offsets."""
     return tfrecord.unaligned(buf, dtype)[pos]
 
 
@@ -287,7 +287,7 @@ def _names_equal(buf, start, stop, *names: bytes) -> list[np.ndarray]:
     """
     fits = (stop - start) == len(names[0])
     word = np.zeros(len(start), dtype=np.uint64)
-    word[fits] = _gather(buf, stop[fits] - 8, 8, "<u8")
+    word[fits] = _gather(buf, stop[fits] - 8, "<u8")
     return [fits & (word == np.uint64(int.from_bytes(bytes([len(n)]) + n, "little"))) for n in names]
 
 
@@ -337,7 +337,7 @@ def _decode_batch(batch: tfrecord.Batch, col: _Collector) -> np.ndarray:
     # Event: wall_time (1, fixed64), step (2, varint), summary (5, bytes) = the last field.
     has_wall = (_byte(buf, o, e) == 0x09) & (o + 9 <= e)
     wall = np.zeros(n)
-    wall[has_wall] = _gather(buf, o[has_wall] + 1, 8, "<f8")
+    wall[has_wall] = _gather(buf, o[has_wall] + 1, "<f8")
     p = o + 9 * has_wall
     has_step = _byte(buf, p, e) == 0x10
     step = np.zeros(n, dtype=np.int64)
@@ -379,7 +379,7 @@ def _decode_batch(batch: tfrecord.Batch, col: _Collector) -> np.ndarray:
     want = good & tens & ~other
     value = np.full(len(rows), np.nan)
     simple &= good
-    value[simple] = _gather(buf, t1[simple] + 1, 4, "<f4")
+    value[simple] = _gather(buf, t1[simple] + 1, "<f4")
     if want.any():
         ok, val = _tensor_values(buf, x0[want], x1[want])
         value[np.flatnonzero(want)[ok]] = val[ok]
@@ -433,11 +433,11 @@ def _tensor_values(buf: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> tuple[np.
     val = np.full(n, np.nan)
     f32 = ok & ((content & (dtype == _DT_FLOAT)) | packed_f | plain_f)
     at = np.where(content | packed_f | packed_d, p + 2, p + 1)
-    val[f32] = _gather(buf, at[f32], 4, "<f4")
+    val[f32] = _gather(buf, at[f32], "<f4")
     f64 = ok & ((content & (dtype == _DT_DOUBLE)) | packed_d | plain_d)
-    val[f64] = _gather(buf, at[f64], 8, "<f8")
+    val[f64] = _gather(buf, at[f64], "<f8")
     f16 = ok & content & (dtype == _DT_HALF)
-    val[f16] = _gather(buf, at[f16], 2, "<f2")
+    val[f16] = _gather(buf, at[f16], "<f2")
     hv = ok & half
     if hv.any():
         rows = np.flatnonzero(hv)

@@ -232,7 +232,9 @@ def render_html(
     ordered = by_severity(diagnosis.runs)
     ids = {id(rd): i for i, rd in enumerate(ordered, 1)}
     many = len(ordered) > EXPAND_ALL_UP_TO
-    thumbnails = [len(ordered) > COMPACT_FROM and verdict(rd) == "healthy" for rd in ordered]
+    # runs with nothing to show (healthy or not checked: no warning or critical finding) start
+    # collapsed in a big report and, past COMPACT_FROM runs, get the small plot
+    thumbnails = [len(ordered) > COMPACT_FROM and rd.status == "healthy" for rd in ordered]
     if plots and ordered:
         from .plots import draw_all
 
