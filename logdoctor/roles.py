@@ -259,6 +259,17 @@ def _matches(pattern: str, name: str) -> bool:
     return pattern == name
 
 
+def _held_out_twins(metrics: list[str]) -> set[tuple[str, ...]]:
+    """The names of validation / test metrics with their split words taken out (`val_dice_coef`
+    -> dice, coef): a split-less metric of the same name is their training counterpart."""
+    twins = set()
+    for name in metrics:
+        toks = tokens(name)
+        if _split(toks) in ("val", "test"):
+            twins.add(tuple(t for t in toks if _split([t]) is None and t not in ("hold", "held", "out")))
+    return twins
+
+
 def assign_roles(
     metrics: Iterable[str],
     counts: dict[str, int] | None = None,
@@ -282,10 +293,14 @@ def assign_roles(
         if hits:
             found[role] = hits
             pinned.update(hits)
+    held_out = _held_out_twins(metrics)
     for name in metrics:
         if name in pinned:
             continue
         role = classify(name) or ("loss_scale" if name in amp_scales else None)
+        if role in ("val_acc", "val_err") and _split(tokens(name)) is None and tuple(tokens(name)) in held_out:
+            # `dice_coef` beside `val_dice_coef` is the training-batch score, whatever its kind
+            role = "train_acc" if role == "val_acc" else None
         if role is None or role in (overrides or {}):
             continue
         found.setdefault(role, []).append(name)

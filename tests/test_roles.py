@@ -238,3 +238,13 @@ def test_add_hparams_metrics_never_become_the_primary():
     assert primary(assign_roles(names, counts={"Loss/train": 20, "Accuracy/test": 20})) == {
         "train_loss": "Loss/train", "val_acc": "Accuracy/test",
     }
+
+
+def test_a_split_less_score_beside_its_validation_twin_is_the_training_score():
+    """Keras writes `dice_coef` and `val_dice_coef`: a Dice score with no split word would count as
+    validation (nobody computes it on training batches, usually), but its val_ twin says otherwise."""
+    roles = assign_roles(["loss", "dice_coef", "val_loss", "val_dice_coef", "val_accuracy"])
+    assert "dice_coef" in roles["train_acc"] and "dice_coef" not in roles.get("val_acc", [])
+    assert roles["val_acc"][0] in ("val_accuracy", "val_dice_coef")
+    alone = assign_roles(["loss", "dice_coef"])
+    assert alone["val_acc"] == ["dice_coef"]

@@ -240,6 +240,23 @@ def test_noisy_training_loss_with_a_frozen_validation_loss_is_flat():
     assert "flat" not in got and "val_metric_constant" in got
 
 
+def test_a_flat_loss_component_beside_one_that_learns_is_not_flat():
+    """A YOLO pose fine-tune: box detection is already solved (box_loss ~0.11, flat; mAP50(B)
+    pinned at 0.995) while pose_loss falls 1.45 -> 0.92: the weights move, the run learns.
+
+    Near miss: with every component flat the run is flat.
+    """
+    rng = np.random.default_rng(21)
+    e = np.arange(29)
+    box = 0.11 + 0.001 * rng.standard_normal(29)
+    pose = 0.9 + 0.55 * np.exp(-e / 8) + 0.01 * rng.standard_normal(29)
+    pinned = np.full(29, 0.995)
+    metrics = {"train/box_loss": (e, box), "train/pose_loss": (e, pose), "metrics/mAP50(B)": (e, pinned)}
+    assert "flat" not in fired(diagnose(synthetic(metrics)))
+    metrics["train/pose_loss"] = (e, 0.92 + 0.002 * rng.standard_normal(29))
+    assert "flat" in fired(diagnose(synthetic(metrics)))
+
+
 def test_short_runs_ten_epochs():
     x = np.arange(10)
     assert "flat" in fired(diagnose(synthetic({"loss": (x, 0.84 + 0.004 * RNG.standard_normal(10))})))

@@ -20,9 +20,11 @@ class Flat(Rule):
         class prior), nor ends far from it, and it
         shows no steady decline (a small drop with a strong Mann-Kendall
         trend is `crawl`). An exactly constant loss is the strongest form;
-        next to it, a validation loss or score that stays within half a
-        percent at every evaluation (the weights never moved) while the
-        training loss only wanders with its batch noise. A
+        next to it, a validation loss that stays within half a percent at
+        every evaluation (the weights never moved) while the training loss
+        only wanders with its batch noise. A run that logs several training
+        losses (components: box, class, pose) is not flat while any of them
+        falls by a tenth: that component is learning. A
         run that sits at chance for a while and then learns is not flat, nor
         is a learning curve on top of a large constant (a loss of 50 + 2e^-t
         falls only 4 % of its level): when the loss keeps falling after the
@@ -76,6 +78,8 @@ class Flat(Rule):
         # min_frozen_evaluations evaluations: the weights (next to) never moved
         "min_frozen_evaluations": 5,
         "max_frozen_spread": 0.005,
+        # another training loss of the run (a component) that falls this share: it is learning
+        "min_other_loss_drop": 0.1,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -96,6 +100,8 @@ class Flat(Rule):
         # then a dip of the noisy training loss's running median below its start is noise
         frozen_val = self._frozen_validation(view, series)
         if (drop_best >= max_drop and frozen_val is None) or abs(drop_end) >= max_drop:
+            return []
+        if self._other_loss_learning(view, series) is not None:
             return []
         # a learning curve riding on a large constant: small against the level, large against
         # the noise, and spread beyond the opening (a stall after a first-step fall is not)
@@ -153,12 +159,26 @@ class Flat(Rule):
         ]
 
     def _frozen_validation(self, view: RunView, judged: Series) -> Series | None:
-        """The validation loss or score that (next to) never moves, if any (not the judged series)."""
-        for role in ("val_loss", "val_acc"):
-            for val in view.all_series(role):
-                if val is not judged and curves.frozen(
-                    val.values, self.params["min_frozen_evaluations"], self.params["max_frozen_spread"]
-                ):
-                    return val
+        """The validation loss that (next to) never moves, if any (not the judged series).
+
+        Losses only: a score pinned at its ceiling (mAP50 0.995 on a solved detection task)
+        stops moving because there is nothing left to gain, not because the weights froze.
+        """
+        for val in view.all_series("val_loss"):
+            if val is not judged and curves.frozen(val.values, self.params["min_frozen_evaluations"], self.params["max_frozen_spread"]):
+                return val
+        return None
+
+    def _other_loss_learning(self, view: RunView, judged: Series) -> Series | None:
+        """Another training loss of the same run (a component: YOLO's pose_loss beside its
+        box_loss) that falls a real share of its level: then the weights move, and a flat
+        component is one that has nothing left to learn."""
+        for other in view.all_series("train_loss"):
+            c = curves.curve(other) if other is not judged else None
+            if c is None or len(c) < self.params["min_points"]:
+                continue
+            initial = curves.level(c.y, "start", self.params["opening"], min_points=1)
+            if (initial - c.end) / max(abs(initial), c.y_noise, curves.TINY) >= self.params["min_other_loss_drop"]:
+                return other
         return None
 
