@@ -156,3 +156,44 @@ def test_damage_report_counts(written, tmp_path):
     assert damage.records == len(records) - 3  # one bad CRC, one resynchronised, one truncated
     lines = damage.lines("f")
     assert len(lines) == 3 and all(line.startswith("f: ") for line in lines)
+
+
+def plain_walk(data: bytes, pos: int = 0) -> tuple[list[int], int]:
+    """The walk as the format defines it: one record after another, trusting each length."""
+    starts = []
+    while pos + tfrecord.HEADER <= len(data):
+        nxt = pos + int.from_bytes(data[pos : pos + 8], "little") + tfrecord.HEADER + tfrecord.FOOTER
+        if nxt > len(data):
+            break
+        starts.append(pos)
+        pos = nxt
+    return starts, pos
+
+
+def framed(lengths: list[int], rng: random.Random) -> bytes:
+    """Records of the given data lengths (CRCs are not the walk's business: random bytes)."""
+    out = bytearray()
+    for n in lengths:
+        out += n.to_bytes(8, "little") + rng.randbytes(4 + n + 4)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_predicting_walk_places_every_record_exactly_where_the_plain_walk_does(seed):
+    """Lengths repeating with a period (tags logged in the same order each step) with breaks (a
+    step varint growing a byte, a new tag), random lengths, a cut-off last record, garbage."""
+    rng = random.Random(seed)
+    period = [rng.randint(20, 60) for _ in range(rng.randint(1, 12))]
+    lengths = []
+    for _ in range(rng.randint(50, 400)):
+        lengths += period
+        if rng.random() < 0.05:
+            period = [n + rng.choice([0, 1]) for n in period]
+        if rng.random() < 0.03:
+            lengths += [rng.randint(1, 300) for _ in range(rng.randint(1, 70))]
+    data = framed(lengths, rng)
+    tails = [b"", data[-rng.randint(1, 40):], rng.randbytes(rng.randint(1, 30))]
+    for tail in tails:
+        blob = data + tail
+        starts, end = tfrecord._walk(blob, np.frombuffer(blob, dtype=np.uint8), 0)
+        assert (starts.tolist(), end) == plain_walk(blob)

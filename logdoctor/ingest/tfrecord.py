@@ -283,25 +283,76 @@ class Batch:
     first: int
 
 
-def _walk(data: bytes, pos: int) -> tuple[list[int], int]:
-    """Offsets of consecutive records from `pos` that fit in `data`.
+#: Records walked one by one before (and after every break of) a pattern of record lengths...
+_LEARN = 64
+#: ...and the longest period looked for in it (a step logs each of its tags in the same order).
+_MAX_PERIOD = 32
 
-    Lengths are not trusted yet (their header CRCs are checked afterwards, all
-    at once), so this loop — the only per-record Python left — does nothing else.
+
+def _walk(data: bytes, buf: np.ndarray, pos: int) -> tuple[np.ndarray, int]:
+    """Offsets of consecutive records from `pos` that fit in `data`, and the first offset after them.
+
+    Lengths are not trusted yet (their header CRCs are checked afterwards, all at once). A
+    record's offset depends on every length before it, so the plain walk is one Python step per
+    record. But a writer logs the same tags in the same order every step, so record lengths repeat
+    with a short period: after a few records walked one by one, whole stretches are predicted from
+    that period and every predicted length is confirmed in one vectorised read. Where a length
+    differs (the step's varint grew a byte, a new tag), the walk goes on one by one from that
+    record, the last one the confirmed lengths place exactly. The result is the plain walk's.
     """
+    parts: list[np.ndarray] = []
+    while True:
+        starts, pos = _walk_some(data, pos, _LEARN)
+        parts.append(np.asarray(starts, dtype=np.int64))
+        if len(starts) < _LEARN:
+            break  # the data ends here
+        frames = np.diff(np.r_[starts, pos])
+        period = _period(frames)
+        if period is not None:
+            predicted, pos = _predict(buf, pos, frames[-period:])
+            parts.append(predicted)
+    return np.concatenate(parts), pos
+
+
+def _walk_some(data: bytes, pos: int, most: int) -> tuple[list[int], int]:
+    """Up to `most` consecutive record offsets from `pos`, one Python step each."""
     unpack = _U64.unpack_from
     size = len(data)
     limit = size - HEADER
     frame = HEADER + FOOTER
     starts: list[int] = []
     add = starts.append
-    while pos <= limit:
+    while pos <= limit and len(starts) < most:
         nxt = pos + unpack(data, pos)[0] + frame
         if nxt > size:
             break
         add(pos)
         pos = nxt
     return starts, pos
+
+
+def _period(frames: np.ndarray) -> int | None:
+    """The shortest period with which the record sizes repeat over the whole window, if any."""
+    for period in range(1, min(_MAX_PERIOD, len(frames) // 2) + 1):
+        if np.array_equal(frames[period:], frames[:-period]):
+            return period
+    return None
+
+
+def _predict(buf: np.ndarray, pos: int, pattern: np.ndarray) -> tuple[np.ndarray, int]:
+    """Record offsets from `pos` assuming sizes keep repeating `pattern`, for as many whole cycles
+    as the buffer holds, cut before the first record whose stored length breaks the pattern."""
+    cycle = int(pattern.sum())
+    cycles = (len(buf) - pos) // cycle
+    if cycles <= 0:
+        return np.zeros(0, dtype=np.int64), pos
+    within = np.r_[0, np.cumsum(pattern)[:-1]]
+    starts = (pos + cycle * np.arange(cycles, dtype=np.int64)[:, None] + within[None, :]).ravel()
+    expected = np.tile(pattern - (HEADER + FOOTER), cycles).astype(np.uint64)
+    broken = np.flatnonzero(_gather_u64(buf, starts) != expected)
+    if len(broken):
+        return starts[: broken[0]], int(starts[broken[0]])
+    return starts, pos + cycles * cycle
 
 
 def _data_crc_ok(buf: np.ndarray, offs: np.ndarray, lens: np.ndarray) -> np.ndarray:
@@ -327,11 +378,10 @@ def _frame_block(data: bytes, buf: np.ndarray, eof: bool, base: int, damage: Dam
                 break
             damage.skipped.append((skipping, base + nxt - skipping))
             skipping, pos = None, nxt
-        starts, end = _walk(data, pos)
-        arr = np.asarray(starts, dtype=np.int64)
+        arr, end = _walk(data, buf, pos)
         bad = np.flatnonzero(~headers_ok(buf, arr))
         if len(bad):  # every length after a bad header is garbage: cut there
-            arr, end = arr[: bad[0]], starts[bad[0]]
+            arr, end = arr[: bad[0]], int(arr[bad[0]])
         parts.append(arr)
         if len(bad) or (end + HEADER <= len(data) and not _header_ok_at(data, end)):
             skipping, pos = base + end, end + 1
