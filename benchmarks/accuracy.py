@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from logdoctor.diagnose import analyze, rank  # noqa: E402
 from logdoctor.model import Diagnosis, Finding, RunDiagnosis  # noqa: E402
+from logdoctor.report.text import verdict  # noqa: E402
 
 FIRING = ("critical", "warning")
 BANDS = ((0.0, 0.6), (0.6, 0.75), (0.75, 0.9), (0.9, 1.01))
@@ -186,7 +187,7 @@ def survey(path: Path, plots: Path | None) -> None:
         plotter = RunPlotter()
     for rd in diagnosis.runs:
         fired = ", ".join(f"{f.code}({f.confidence:.2f})" for f in rd.findings if f.severity in FIRING) or "-"
-        print(f"  {rd.status:<9}{rd.run.name[:70]:<72}{fired}")
+        print(f"  {verdict(rd):<12}{rd.run.name[:70]:<72}{fired}")
         for f in rd.findings:
             if f.severity in FIRING:
                 print(f"           {f.code}: {f.title}")
