@@ -28,7 +28,8 @@ from ..model import Run, printable
 #: Format modules, in the order they are offered each folder. CSV layouts come
 #: before TensorBoard because Lightning (CSVLogger + TensorBoardLogger) and
 #: Ultralytics write the same scalars twice into one folder: csv_table claims
-#: those event files with the CSV, which also carries the config.
+#: those event files with the CSV, which also carries the config. Plain-text
+#: console logs come last: any structured log of a run says more than its prints.
 FORMATS = (
     "wandb_run",
     "mlflow",
@@ -36,6 +37,7 @@ FORMATS = (
     "wandb_csv",
     "csv_table",
     "tensorboard",
+    "text_log",
 )
 
 

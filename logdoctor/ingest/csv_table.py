@@ -325,14 +325,14 @@ def _numbers(table: Table, column: str, kept: pl.Series | None, first_line: int,
     return pl.lit(number).alias(column)
 
 
-def _stepless_rows(frame: pl.DataFrame, step: str, metrics: list[str]) -> list[str]:
+def stepless_rows(frame: pl.DataFrame, step: str, metrics: list[str]) -> list[str]:
     """A warning for rows that hold values but no step (nor an epoch to place them by): they cannot
     be put on the curve, and dropping them unsaid would hide a metric."""
     lost = frame.select((pl.col(step).is_null() & pl.any_horizontal(pl.col(m).is_not_null() for m in metrics)).sum()).item()
     return [f"{lost} row(s) with values but no step skipped"] if lost else []
 
 
-def _step_restarts(frame: pl.DataFrame, step: str) -> list[str]:
+def step_restarts(frame: pl.DataFrame, step: str) -> list[str]:
     """A step column that goes back down: two logs appended into one file, or a run restarted
     into the same CSV. Sorting by step then interleaves them and a repeated step keeps the later
     value, so say it where `analyze` shows it, not only in `inspect`'s per-metric counts."""
@@ -428,6 +428,6 @@ def _read_csv_run(source: Source, path: Path) -> Run:
         raise ReadError(f"{path}: no row has both a numeric step and a metric value")
     notes.extend(steps.notes)
     if steps.column is not None:
-        warnings.extend(_stepless_rows(steps.frame, steps.column, metrics))
-        warnings.extend(_step_restarts(steps.frame, steps.column))
+        warnings.extend(stepless_rows(steps.frame, steps.column, metrics))
+        warnings.extend(step_restarts(steps.frame, steps.column))
     return Run(name="", path=str(source.path), format=kind, scalars=scalars, config=config, warnings=warnings, notes=notes)

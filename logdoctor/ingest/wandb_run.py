@@ -11,7 +11,9 @@ Two generations of layout:
 The .wandb file is read when the wandb package is installed; otherwise a
 `wandb-history.jsonl` is used if present, else the run is reported with the
 install hint. A run folder holding only the final summary (the .wandb file
-was not kept) is reported as having no history. `files/`, `logs/` and `tmp/`
+was not kept) is read from `files/output.log`, the console output W&B keeps,
+when that is a training log text_log recognises (Keras' fit() output is the
+common case); otherwise it is reported as having no history. `files/`, `logs/` and `tmp/`
 are W&B's own and not walked (`files/` holds copies of user files that would
 show up twice).
 
@@ -33,13 +35,15 @@ from pathlib import Path
 import polars as pl
 
 from ..model import Run, empty_scalars
-from . import Claim, ReadError, Source
+from . import Claim, ReadError, Source, text_log
 from .hparams import flatten, load_config_file, unwrap_wandb
 from .wandb_history import frame_from_rows, read_history
 from .wandb_records import MISSING_WANDB, read_wandb_file
 
 HISTORY = "wandb-history.jsonl"
 SUMMARY = "wandb-summary.json"
+#: What the run printed, which W&B keeps in files/: the curves when no history was kept.
+CONSOLE = "output.log"
 _OWN_DIRS = {"files", "logs", "tmp"}
 #: `run-<YYYYMMDD_HHMMSS>-<id>` (or `offline-run-...`): the timestamp orders resumed segments.
 _RUN_DIR = re.compile(r"^(?:offline-)?run-(?P<time>\d{8}_\d{6})-(?P<id>[A-Za-z0-9]+)$")
@@ -141,10 +145,22 @@ def _read_folder(folder: Path) -> _Segment:
     history = _beside(folder, HISTORY)
     if not _read_records(folder, history, seg):
         if history is None:
+            console = _beside(folder, CONSOLE)
+            if console is not None and text_log.is_text_log(console):
+                scalars, notes, warnings = text_log.read_scalars(console)
+                seg.frames.append(scalars)
+                seg.notes += [f"no history file: curves read from the console output {console.name}"] + notes
+                seg.warnings += warnings
+                return _with_config(folder, seg)
             if _beside(folder, SUMMARY) is not None:
                 raise ReadError(f"{folder}: W&B run folder with final summary values only, no history (its run-*.wandb file is missing)")
             raise ReadError(f"{folder}: W&B run folder without a readable history")
         seg.frames.append(_history_frame(history, seg))
+    return _with_config(folder, seg)
+
+
+def _with_config(folder: Path, seg: _Segment) -> _Segment:
+    """`seg` with its config flattened, from config.yaml when the records carried none."""
     seg.config = flatten(unwrap_wandb(seg.config))
     if not seg.config:
         yaml_path = _beside(folder, "config.yaml")
