@@ -201,6 +201,19 @@ def test_logged_epoch_lines_with_spaced_names_and_percent(tmp_path):
     assert primary(assign_roles(run.metrics)) == {"train_loss": "train_loss", "val_loss": "val_loss", "val_acc": "val_acc"}
 
 
+def test_a_line_opened_by_a_split_word_gives_it_to_the_names_after_it(tmp_path):
+    """PyTorch's transfer-learning tutorial prints `train Loss: … Acc: …` then `val Loss: … Acc: …`
+    under each `Epoch N/M` and a dashed line: the validation accuracy is not the training one."""
+    lines = []
+    for e, (tl, ta, vl, va) in enumerate([(0.5866, 0.6803, 0.2130, 0.9281), (0.4366, 0.7951, 0.2860, 0.8954), (0.3866, 0.8303, 0.2330, 0.9181)]):
+        lines += [f"Epoch {e}/24", "-" * 10, f"train Loss: {tl:.4f} Acc: {ta:.4f}", f"val Loss: {vl:.4f} Acc: {va:.4f}", ""]
+    (tmp_path / "train.log").write_text("\n".join(lines + ["Training complete in 1m 30s", "Best val Acc: 0.928100"]) + "\n")
+    run = only_run(tmp_path)
+    assert set(run.metrics) == {"train_loss", "train_acc", "val_loss", "val_acc"}
+    assert _values(run, "train_acc") == ([0, 1, 2], [0.6803, 0.7951, 0.8303])
+    assert _values(run, "val_acc") == ([0, 1, 2], [0.9281, 0.8954, 0.9181])
+
+
 def test_step_lines_use_the_global_step_and_keep_the_epoch(tmp_path):
     lines = [f"epoch {s // 400} | step {s} | loss {3 - s / 1000:.2f} | lr 3e-4" for s in range(100, 1300, 100)]
     _logged(tmp_path / "train.log", lines, "%(levelname)s:%(name)s:%(message)s")  # logging's default: INFO:root:…

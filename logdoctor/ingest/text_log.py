@@ -285,6 +285,7 @@ def _slots(line: str, parts: list[str]) -> list[_Slot]:
         key = (False, _normalise(m["name"]))
         if key not in found and _role(key[1]) is not None:
             found[key] = m.span("value")
+    found = _carry_split(found)
     offsets = np.cumsum([0] + [len(p) for p in parts])  # parts[k] spans offsets[k]:offsets[k + 1]
     slots = []
     for (counter, name), (start, end) in found.items():
@@ -298,6 +299,26 @@ def _slots(line: str, parts: list[str]) -> list[_Slot]:
             prefix, suffix = line[start : offsets[2 * first + 1]], line[offsets[2 * last + 2] : end]
             slots.append(_Slot(counter, name, first, last, prefix, suffix))
     return slots
+
+
+#: Words that open a line for one data split (`train Loss: 0.58 Acc: 0.68`, then `val Loss: …`).
+_SPLITS = {"train", "training", "val", "valid", "validation", "eval", "evaluation", "test", "dev"}
+
+
+def _carry_split(found: dict[tuple[bool, str], tuple[int, int]]) -> dict[tuple[bool, str], tuple[int, int]]:
+    """A line whose first value is named for a split (`train Loss`, `val Loss`) gives that split to
+    the names after it that have none: PyTorch's transfer-learning tutorial prints `train Loss: …
+    Acc: …` then `val Loss: … Acc: …`, and the validation `acc` must not overwrite the training one."""
+    named = sorted((span[0], name) for (counter, name), span in found.items() if not counter)
+    split = named[0][1].split("_")[0] if named else ""
+    if split not in _SPLITS:
+        return found
+    out = {}
+    for (counter, name), span in found.items():
+        if not counter and not _SPLITS & set(name.split("_")):
+            name = f"{split}_{name}"
+        out[(counter, name)] = span
+    return out
 
 
 def _final(progress: re.Match, line: str) -> bool:
