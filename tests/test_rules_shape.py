@@ -335,6 +335,19 @@ def test_a_broad_climb_above_the_start_that_takes_long_to_undo_is_a_spike():
     assert "spike" not in fired(diagnose(synthetic({"train/loss": (x, wobble)})))
 
 
+def test_a_run_that_logs_only_its_validation_loss_is_judged_on_it_for_blow_ups():
+    """A Lightning module that logs only `val_loss`: 0.010 -> 0.108 over its evaluations is a
+    blow-up with nothing else to read. Near miss: beside a falling training loss the same rise is
+    `overfit`'s business, never `diverge`."""
+    e = np.arange(12)
+    rising = 0.010 * 1.25 ** e
+    assert "diverge" in fired(diagnose(synthetic({"val_loss": (e, rising)})))
+    x = np.arange(0, 1200)
+    train = 0.005 + 0.02 * np.exp(-x / 200)
+    got = fired(diagnose(synthetic({"train_loss": (x, train), "val_loss": (e * 100, rising)})))
+    assert "diverge" not in got
+
+
 def test_spikes_fire_on_long_runs_at_full_resolution_and_one_small_blip_does_not():
     n = 200_000
     x = np.arange(n)

@@ -8,7 +8,7 @@ import numpy as np
 from .. import curves
 from ..model import Finding, Series
 from ..view import RunView
-from ._loss import loss_series, shape_loss
+from ._loss import loss_series, primary_loss
 from .base import Rule
 
 
@@ -19,7 +19,9 @@ class Diverge(Rule):
         The loss turns into NaN or inf and stays there (a NaN tail), or it
         climbs and stays far above its best level: it ends above where it
         started, or many times its best value, well beyond its own noise.
-        A loss that spikes and comes back is `spike`, not this.
+        A loss that spikes and comes back is `spike`, not this. The blow-up
+        is read on the training loss; a run that logs only a validation loss
+        is read on that one.
     Root causes:
         - learning rate too high, or no warmup: updates overshoot and grow each step
         - exploding gradients with no clipping (deep nets, RNNs, attention logits)
@@ -62,8 +64,9 @@ class Diverge(Rule):
             found = self._nonfinite(series)
             if found:
                 return [found]
-        # a rising validation loss alone is `overfit`; only the training loss blows up
-        series = shape_loss(view, "train_loss")
+        # a rising validation loss beside a training loss is `overfit`: only the training loss
+        # blows up; a run that logs nothing but its validation loss is judged on that
+        series = primary_loss(view)
         found = self._blow_up(series) if series is not None else None
         return [found] if found else []
 
