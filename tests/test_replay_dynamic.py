@@ -229,16 +229,25 @@ def test_probes_run_on_cuda(workdir, mlp_ckpt):
     assert not result.warnings
 
 
-def test_frozen_parameters_still_in_the_optimizer(workdir):
-    """O17: the first layer frozen after the optimizer was built keeps its Adam state and weight decay."""
-    model = models.mlp()
+def adamw_checkpoint(workdir: Path, factory: str):
+    """Three AdamW steps (weight decay on) of `factory`'s model, saved and loaded back."""
+    model = getattr(models, factory)()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     models.train(model, opt, 3)
-    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 3}, workdir / "frozen.pt")
-    ckpt = load_checkpoint(workdir / "frozen.pt")
-    ctx = ReplayContext(ckpt, build_target(ckpt, f"{MODELS}:mlp", str(workdir / "batch.pt"), None, None, "cpu"))
-    assert probe("frozen_in_optimizer", ctx).status == "clear"
-    frozen = ReplayContext(ckpt, build_target(ckpt, f"{MODELS}:mlp_frozen_first", str(workdir / "batch.pt"), None, None, "cpu"))
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 3}, workdir / f"{factory}_adamw.pt")
+    return load_checkpoint(workdir / f"{factory}_adamw.pt")
+
+
+def with_model(workdir: Path, ckpt, factory: str) -> ReplayContext:
+    """The checkpoint with `--model tests/_replay_models.py:<factory>` and the shared batch."""
+    return ReplayContext(ckpt, build_target(ckpt, f"{MODELS}:{factory}", str(workdir / "batch.pt"), None, None, "cpu"))
+
+
+def test_frozen_parameters_still_in_the_optimizer(workdir):
+    """O17: the first layer frozen after the optimizer was built keeps its Adam state and weight decay."""
+    ckpt = adamw_checkpoint(workdir, "mlp")
+    assert probe("frozen_in_optimizer", with_model(workdir, ckpt, "mlp")).status == "clear"
+    frozen = with_model(workdir, ckpt, "mlp_frozen_first")
     outcome = probe("frozen_in_optimizer", frozen)
     assert outcome.status == "fired" and outcome.findings[0].evidence["frozen_in_optimizer"] == ["0.weight", "0.bias"]
     assert probe("frozen_in_optimizer", ReplayContext(ckpt)).status == "skipped"
@@ -266,12 +275,7 @@ def test_dotted_model_spec_resolves_from_the_working_directory(workdir, monkeypa
 def test_frozen_parameters_never_stepped_are_reported_once(workdir):
     """Frozen before the optimizer was built from model.parameters(): the frozen layer sits in a group with no
     state. That is frozen_in_optimizer's finding; not_in_optimizer must not repeat it as "never stepped"."""
-    model = models.mlp_frozen_first()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-    models.train(model, opt, 3)
-    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 3}, workdir / "frozen_first.pt")
-    ckpt = load_checkpoint(workdir / "frozen_first.pt")
-    ctx = ReplayContext(ckpt, build_target(ckpt, f"{MODELS}:mlp_frozen_first", str(workdir / "batch.pt"), None, None, "cpu"))
+    ctx = with_model(workdir, adamw_checkpoint(workdir, "mlp_frozen_first"), "mlp_frozen_first")
     assert probe("frozen_in_optimizer", ctx).status == "fired"
     assert probe("not_in_optimizer", ctx).status == "clear"
 

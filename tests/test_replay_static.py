@@ -351,6 +351,15 @@ def test_lightning_global_step_counts_every_optimizer(healthy):
     assert run("scaler_collapse", ckpt).status == "fired"
 
 
+def stepped_past_total_iters(build):
+    """20 AdamW steps under the scheduler `build(opt)` makes (total_iters=5), saved as a checkpoint."""
+    model = mlp()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    sched = build(opt)
+    train(model, opt, 20, sched)
+    return checkpoint(model, opt, sched, step=20)
+
+
 @pytest.mark.parametrize(
     "build",
     [
@@ -361,11 +370,7 @@ def test_lightning_global_step_counts_every_optimizer(healthy):
 )
 def test_a_finished_warmup_is_not_an_exhausted_schedule(build):
     """Near miss: a LinearLR / ConstantLR warmup's total_iters is the warmup's length; past it the LR is at base."""
-    model = mlp()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    sched = build(opt)
-    train(model, opt, 20, sched)
-    ckpt = checkpoint(model, opt, sched, step=20)
+    ckpt = stepped_past_total_iters(build)
     assert run("scheduler_exhausted", ckpt).status in ("clear", "skipped")
     assert not ReplayContext(ckpt).finished()
 
@@ -379,11 +384,7 @@ def test_a_finished_warmup_is_not_an_exhausted_schedule(build):
     ids=["linear_decay", "polynomial"],
 )
 def test_a_decaying_schedule_stepped_past_its_total_fires(build):
-    model = mlp()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    sched = build(opt)
-    train(model, opt, 20, sched)
-    outcome = run("scheduler_exhausted", checkpoint(model, opt, sched, step=20))
+    outcome = run("scheduler_exhausted", stepped_past_total_iters(build))
     assert outcome.status == "fired" and outcome.findings[0].evidence["planned_total"] == 5
 
 
