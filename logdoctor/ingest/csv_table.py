@@ -247,16 +247,17 @@ def read_table(path: Path) -> pl.DataFrame:
     return load_table(path).frame
 
 
-def load_table(path: Path) -> Table:
+def load_table(path: Path, sniffed: tuple[list[str], Dialect] | None = None) -> Table:
     """A CSV as a Table: polars' native reader with the sniffed dialect, repeated header rows
     (logs appended with `to_csv(mode='a')`) dropped, text columns that are mostly numbers made
-    numeric column-wise; ReadError if unusable."""
+    numeric column-wise; ReadError if unusable. `sniffed`: what `sniff` already said of the
+    file, so its head is not read again."""
     try:
         if path.stat().st_size == 0:
             raise ReadError(f"{path}: empty file (0 bytes)")
     except OSError as exc:
         raise ReadError(f"{path}: cannot read ({exc.strerror})") from None
-    sniffed = sniff(path)
+    sniffed = sniffed or sniff(path)
     if sniffed is None:
         raise ReadError(f"{path}: not a text CSV (binary data)")
     dialect = sniffed[1]
@@ -372,11 +373,12 @@ def read(source: Source) -> list[Run]:
     """One CSV run; a Lightning or Ultralytics CSV that cannot be read (header only, damaged) gives
     way to the TensorBoard event files its folder holds, which carry the same scalars."""
     path = source.files[0]
-    if header(path) == _TB_DOWNLOAD_HEADER:
+    sniffed = sniff(path)
+    if sniffed is not None and sniffed[0] == _TB_DOWNLOAD_HEADER:
         return _read_tb_downloads(source)
     twins = [f for f in source.files if f.name.startswith(_EVENTS_PREFIX)]
     try:
-        run = _read_csv_run(source, path)
+        run = _read_csv_run(source, path, sniffed)
     except ReadError as exc:
         if not twins:
             raise
@@ -395,9 +397,9 @@ def _read_twins(source: Source, twins: list[Path], why: ReadError) -> list[Run]:
     return runs
 
 
-def _read_csv_run(source: Source, path: Path) -> Run:
+def _read_csv_run(source: Source, path: Path, sniffed: tuple[list[str], Dialect] | None) -> Run:
     """A wide or long CSV (its layout from the header) as one run."""
-    table = load_table(path)
+    table = load_table(path, sniffed)
     frame = table.frame
     kind = layout(_plain_name(path.name), frame.columns, {f.name for f in source.files}) or "csv"
     if path.name.lower().endswith(_KERAS_SUFFIXES):
