@@ -16,12 +16,8 @@ import torch
 
 from ..model import Finding
 from .optim_rebuild import build_optimizer
-from .probe import Probe, ReplayContext, Skip, configured_lr, fmt, listed
+from .probe import Probe, ReplayContext, Skip, configured_lr, fmt, listed, state_number
 from .target import train_mode
-
-
-def _number(x) -> float:
-    return float(x.item() if isinstance(x, torch.Tensor) else x)
 
 
 def estimated_ratios(ctx: ReplayContext) -> dict[str, float]:
@@ -40,7 +36,7 @@ def estimated_ratios(ctx: ReplayContext) -> dict[str, float]:
             continue
         st = slot.state
         if isinstance(st.get("exp_avg"), torch.Tensor) and isinstance(st.get("exp_avg_sq"), torch.Tensor):
-            t = max(_number(st.get("step", 1)), 1.0)
+            t = max(state_number(st.get("step", 1)) or 1.0, 1.0)
             b1, b2 = (float(b) for b in slot.hyper.get("betas", (0.9, 0.999)))
             m = st["exp_avg"].double() / (1 - b1**t)
             v = st["exp_avg_sq"].double() / (1 - b2**t)
