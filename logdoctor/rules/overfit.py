@@ -189,8 +189,7 @@ class Overfit(Rule):
                 if after.sum() < self.params["min_points_after_min"] + 1:
                     continue
                 at_best = float(values[after][0])
-                tail = values[after][-max(1, int(after.sum()) // 4) :]
-                last = float(np.median(tail))
+                last = curves.level(values[after], "end", 0.25, min_points=1)
                 gain = sign * (at_best - last)
                 noise = curves.noise_sigma(values)
                 if gain > max(self.params["min_task_gain"] * abs(at_best), 2 * noise):
