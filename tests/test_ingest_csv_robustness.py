@@ -222,3 +222,15 @@ def test_rows_with_neither_step_nor_epoch_are_skipped_with_a_warning(tmp_path):
     run = only_run(tmp_path)
     assert list(series(run, "loss").steps) == [0, 1, 2] and "val_loss" not in run.metrics
     assert run.warnings == ["1 row(s) with values but no step skipped"]
+
+
+def test_a_bad_cell_in_a_wandb_chart_export_is_a_warning_too(tmp_path):
+    """W&B and TensorBoard-download CSVs go through the same table reading: what it skips is said."""
+    loss = [f"{2.0 - 0.05 * s:.3f}" for s in range(30)]
+    loss[12] = "NaN?"
+    rows = ["Step,sweep-7 - train/loss,sweep-7 - train/loss__MIN,sweep-7 - train/loss__MAX"]
+    rows += [f"{s},{v},{v},{v}" for s, v in enumerate(loss)]
+    (tmp_path / "wandb_export_2024.csv").write_text("\n".join(rows) + "\n")
+    run = only_run(tmp_path)
+    assert run.format == "wandb_csv" and len(series(run, "train/loss")) == 29
+    assert any("non-numeric cell(s) skipped, e.g. 'NaN?'" in w for w in run.warnings)

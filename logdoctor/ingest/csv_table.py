@@ -222,15 +222,17 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
 
 def _read_tb_downloads(source: Source) -> list[Run]:
     """TensorBoard 'Download CSV' files of one run: each file's tag is a metric."""
-    parts = []
+    parts, warnings = [], []
     for path in source.files:
         _, split, tag = _tb_download_parts(path.name)
         metric = f"{split}/{tag}" if split else tag
-        parts.append(wide_to_tidy(read_table(path).rename({"Value": metric}), "Step", [metric], "Wall time"))
+        table = load_table(path)
+        warnings += table.warnings
+        parts.append(wide_to_tidy(table.frame.rename({"Value": metric}), "Step", [metric], "Wall time"))
     scalars = tidy(pl.concat(parts))
     if scalars.is_empty():
         raise ReadError(f"{source.path}: no row has both a numeric step and a value")
-    return [Run(name="", path=str(source.path), format="csv", scalars=scalars)]
+    return [Run(name="", path=str(source.path), format="csv", scalars=scalars, warnings=warnings)]
 
 
 @dataclass
@@ -240,11 +242,6 @@ class Table:
     frame: pl.DataFrame
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-def read_table(path: Path) -> pl.DataFrame:
-    """A CSV as a frame with stripped names and numeric columns numeric; ReadError if unusable."""
-    return load_table(path).frame
 
 
 def load_table(path: Path, sniffed: tuple[list[str], Dialect] | None = None) -> Table:

@@ -22,7 +22,7 @@ import polars as pl
 
 from ..model import Run
 from . import Claim, ReadError, Source
-from .csv_table import header, numeric_columns, read_table, wide_to_tidy
+from .csv_table import header, load_table, numeric_columns, wide_to_tidy
 from .wandb_history import INTERNAL_PREFIX, first_json_object, read_history
 
 #: `<run> - <metric>` with an optional band suffix; run names may contain " - " themselves, metric names hardly ever.
@@ -81,7 +81,8 @@ def read(source: Source) -> list[Run]:
         scalars, bad = read_history(path)
         warnings = [f"{path.name}: skipped {bad} unreadable line(s)"] if bad else []
         return [Run(name="", path=str(path), format="wandb_csv", scalars=scalars, warnings=warnings)]
-    frame = read_table(path)
+    table = load_table(path)
+    frame = table.frame
     kind = kind_of(frame.columns)
     if kind == "runs_table":
         raise ReadError(
@@ -94,8 +95,11 @@ def read(source: Source) -> list[Run]:
         metrics = [c for c in numeric_columns(frame) if not c.startswith(INTERNAL_PREFIX)]
         if not metrics:
             raise ReadError(f"{path}: W&B history export has no numeric metric columns")
-        return [Run(name="", path=str(path), format="wandb_csv", scalars=wide_to_tidy(frame, step, metrics, wall))]
-    return _read_ui_export(path, frame)
+        return [Run(name="", path=str(path), format="wandb_csv", scalars=wide_to_tidy(frame, step, metrics, wall), warnings=table.warnings)]
+    runs = _read_ui_export(path, frame)
+    for run in runs:
+        run.warnings.extend(table.warnings)
+    return runs
 
 
 def _read_ui_export(path: Path, frame: pl.DataFrame) -> list[Run]:
@@ -135,10 +139,12 @@ def _join_ui_exports(source: Source) -> list[Run]:
     warnings: list[str] = []
     for path in sorted(source.files):
         try:
-            runs = _read_ui_export(path, read_table(path))
+            table = load_table(path)
+            runs = _read_ui_export(path, table.frame)
         except ReadError as exc:
             warnings.append(str(exc))
             continue
+        warnings.extend(table.warnings)
         for run in runs:
             parts.setdefault(run.name, []).append(run.scalars)
             origins.setdefault(run.name, []).append(f"{path.name} ({', '.join(run.metrics)})")
