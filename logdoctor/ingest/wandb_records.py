@@ -2,8 +2,9 @@
 
 Recent wandb versions keep a run's whole history, config and summary only in
 this file (online runs too, until synced). wandb ships the protobuf schema of
-its records (`wandb.proto.wandb_internal_pb2.Record`) but no reader, so the
-framing is read here. It is LevelDB's log format with a file header:
+its records but no reader, so the framing is read here, and the records are
+decoded with the few fields of that schema described in `wandb_schema`: the
+wandb package is not needed. It is LevelDB's log format with a file header:
 
     header := ident ":W&B" (4 bytes) | magic 0xBEE1 (uint16 LE) | version (uint8)
     then 32 KiB blocks (the header counts toward the first one);
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ReadError
+from .wandb_schema import item_value_json, record_class
 
 BLOCK = 32 * 1024
 CHUNK_HEADER = 7
@@ -36,8 +38,6 @@ FILE_MAGIC = 0xBEE1
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 #: CRC of each type byte: the running CRC every chunk checksum starts from.
 _TYPE_CRC = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}
-
-MISSING_WANDB = "reading .wandb files needs the wandb package (pip install 'logdoctor[wandb]')"
 
 
 @dataclass
@@ -127,14 +127,6 @@ class WandbLog:
     stats: ScanStats = field(default_factory=ScanStats)
 
 
-def _record_class():
-    try:
-        from wandb.proto.wandb_internal_pb2 import Record
-    except ImportError:
-        return None
-    return Record
-
-
 def _key(item) -> str:
     """`a.b` for nested keys (as the W&B UI shows them); one-part keys without a join (hot path)."""
     nested = item.nested_key
@@ -167,14 +159,11 @@ def _apply(target: dict[str, Any], update, remove=(), decode=_value) -> None:
 
 def read_wandb_file(path: Path) -> WandbLog:
     """Decode history rows, config, summary, name and exit code from a .wandb file."""
-    Record = _record_class()
-    if Record is None:
-        raise ReadError(f"{path}: {MISSING_WANDB}")
     from google.protobuf.message import DecodeError
 
     log = WandbLog()
     summary_text: dict[str, str] = {}
-    record = Record()
+    record = record_class()()
     for payload in scan_records(path, log.stats):
         try:
             record.ParseFromString(payload)
@@ -183,7 +172,7 @@ def read_wandb_file(path: Path) -> WandbLog:
             continue
         kind = record.WhichOneof("record_type")
         if kind == "history":
-            row = {_key(item): _history_value(item.value_json) for item in record.history.item}
+            row = {_key(item): _history_value(item_value_json(item)) for item in record.history.item}
             if record.history.HasField("step"):
                 row["_step"] = record.history.step.num
             log.rows.append(row)

@@ -8,9 +8,8 @@ Two generations of layout:
   `files/config.yaml` and `files/wandb-summary.json` beside it (offline runs
   keep config and summary only in the .wandb file).
 
-The .wandb file is read when the wandb package is installed; otherwise a
-`wandb-history.jsonl` is used if present, else the run is reported with the
-install hint. A run folder holding only the final summary (the .wandb file
+The .wandb file is decoded without the wandb package (`wandb_schema`); a
+damaged one falls back to a `wandb-history.jsonl` beside it. A run folder holding only the final summary (the .wandb file
 was not kept) is read from `files/output.log`, the console output W&B keeps,
 when that is a training log text_log recognises (Keras' fit() output is the
 common case); otherwise it is reported as having no history. `files/`, `logs/` and `tmp/`
@@ -38,7 +37,7 @@ from ..model import Run, empty_scalars
 from . import Claim, ReadError, Source, text_log
 from .hparams import flatten, load_config_file, unwrap_wandb
 from .wandb_history import frame_from_rows, read_history
-from .wandb_records import MISSING_WANDB, read_wandb_file
+from .wandb_records import read_wandb_file
 
 HISTORY = "wandb-history.jsonl"
 SUMMARY = "wandb-summary.json"
@@ -114,9 +113,6 @@ def _read_records(folder: Path, history: Path | None, seg: _Segment) -> bool:
         try:
             log = read_wandb_file(path)
         except ReadError as exc:
-            if MISSING_WANDB in str(exc) and history is not None:
-                seg.notes.append(f"wandb not installed: read {history.name} instead of {path.name}")
-                return False
             if len(record_files) > 1 or history is not None:
                 seg.warnings.append(str(exc))
                 continue
