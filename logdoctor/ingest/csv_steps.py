@@ -32,8 +32,8 @@ from ..roles import classify, tokens
 
 #: Last name tokens that make a column a counter, by grain (finer first).
 _GRAIN = {
-    "step": 0, "timestep": 0, "timesteps": 0,
-    "iteration": 1, "iterations": 1, "iter": 1, "batch": 1,
+    "step": 0, "steps": 0, "timestep": 0, "timesteps": 0, "updates": 0,
+    "iteration": 1, "iterations": 1, "iter": 1, "iters": 1, "batch": 1,
     "epoch": 2, "epochs": 2,
 }
 EPOCH_GRAIN = 2
@@ -111,9 +111,10 @@ def _usable(values: pl.Series, grain_: int) -> bool:
 
 
 def _restarts_each_epoch(frame: pl.DataFrame, counter: str, epoch: str) -> bool:
-    """True when the counter goes back exactly where the epoch goes up, and the epoch never goes back."""
+    """True when the counter fails to advance (goes back, or repeats: a progress bar's `50/50` at
+    every epoch's end) exactly where the epoch goes up, and the epoch never goes back."""
     pair = frame.select(pl.col(counter).cast(pl.Float64), pl.col(epoch).cast(pl.Float64)).drop_nulls()
-    moves = pair.select(back=pl.col(counter).diff() < 0, rise=pl.col(epoch).diff() > 0, fall=pl.col(epoch).diff() < 0)
+    moves = pair.select(back=pl.col(counter).diff() <= 0, rise=pl.col(epoch).diff() > 0, fall=pl.col(epoch).diff() < 0)
     back = moves.get_column("back")
     return bool(back.any()) and not moves.get_column("fall").any() and bool(moves.filter(back).get_column("rise").all())
 

@@ -19,27 +19,35 @@ Two shapes cover most of them:
   or a counter-only line whose values follow on lines of their own (OLMo's
   ``[step=1/15000,epoch=0]`` then ``    train/CrossEntropyLoss=2.998``).
 
-Each counter line starts a record, one row of a wide table (counters and
-values as columns); csv_steps then picks the step the way it does for a CSV
-(global step, else the epoch, else the line order). Names are normalised to
-lower case with spaces as `_` (``Train Loss`` -> ``train_loss``) so that roles
-reads them as it reads any metric name. ``nan`` and ``inf`` are kept: they are
-data. A name followed by a bare number without ``:`` or ``=`` (``loss 2.31``)
-is taken only when roles knows the name: free text (``from inf to 0.69``) is
-full of such pairs.
+* lines with values and no counter (``train_loss.item()=2.29``, ``INFO: train
+  loss:nan``, ``OVERFLOW! Skipping step. Attempted loss scale: 65536``): each is
+  a record at its line's place (a line that adds new names to the record just
+  before it, ``Validation perplexity: 11.5`` after an epoch's last batch, joins it);
+* a header line of names over rows of numbers (a Markdown table pasted from a
+  notebook, a loop's aligned table): each row a record.
+
+How a line is tokenised is `text_line`'s job. Each record is one row of a wide
+table (counters and values as columns); csv_steps then picks the step the way it
+does for a CSV (global step, else the epoch, else the line order). A perplexity
+with no loss beside it gives the loss as its logarithm. Lines with numbers that
+gave nothing are counted, with the first as an example, and each metric's
+first line shape is a note, so `inspect` says what became what.
 
 Which files are claimed: a folder walk meets READMEs, requirements.txt, stack
 traces and data files, so a `.log` / `.txt` / `.out` file is a run only when
-its first 64 KiB give a loss value to an epoch or step at least three times
-(each Keras redraw counts: one long epoch can fill the whole head). Reading
+its first 64 KiB give a loss value to a record at least three times (each Keras
+redraw counts: one long epoch can fill the whole head), and lines without a
+counter count only when one line shape gives a loss three times: prose that
+mentions a loss does not repeat itself. Reading
 streams the file line by line, so a log of any size costs one line of memory
 plus its values.
 """
 from __future__ import annotations
 
-import functools
+import math
 import re
 from array import array
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,41 +56,20 @@ import numpy as np
 import polars as pl
 
 from ..model import Run
-from ..roles import classify
 from . import Claim, ReadError, Source
 from .csv_steps import grain, plan
 from .csv_table import step_restarts, stepless_rows, wide_to_tidy
+from .text_line import Shape, extract, has_counter, normalise, number, role
 
 _SUFFIXES = (".log", ".txt", ".out")
 _SNIFF_BYTES = 64 * 1024
-#: Lines giving a loss value to an epoch or step a file's head must hold to be a training log.
+#: Lines giving a loss value to a record a file's head must hold to be a training log.
 _MIN_EVIDENCE = 3
 _LOSS_ROLES = ("train_loss", "val_loss")
-#: A log repeats the same few names on every line: classify each once.
-_role = functools.lru_cache(maxsize=4096)(classify)
-_grain = functools.lru_cache(maxsize=4096)(grain)
-
-_NUMBER = r"[-+]?(?:nan|inf(?:inity)?|\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)"
-#: What may not follow a value: more digits, a time of day or clock (`1:23`), a unit of time (`12s`, `3ms`).
-_VALUE_END = r"(?!\d|[.:]\d|(?:s|ms|us|min|h)\b)"
-#: One word of a metric name: dots only inside (`decode.acc_seg`), so a sentence's full stop is no part of it.
-_WORD = r"[a-z_](?:[\w/@()\[\]-]|\.(?=\w))*"
-#: `name: value` / `name = value` (up to four words: `Train Loss: 0.53`, quoted: `'loss': 0.69`).
-_NAMED = re.compile(
-    rf"(?<![\w.])['\"]?(?P<name>{_WORD}(?: {_WORD}){{0,3}})['\"]?(?P<sep>\s*[:=]\s*)(?P<value>{_NUMBER}){_VALUE_END}",
-    re.IGNORECASE,
-)
-#: `name value` (`loss 2.31`): one space (a table aligns with many), kept only when the name has a role.
-_BARE = re.compile(rf"(?<![\w.])(?P<name>{_WORD}) (?P<value>{_NUMBER}){_VALUE_END}", re.IGNORECASE)
-#: Counters: `Epoch 3/20`, `Epoch [3/20]`, `epoch=3`, `[epoch 3]`, `step: 1200`, `'epoch': 0.01`, `Epoch #3`.
-_COUNTER = re.compile(
-    r"(?<![\w.])['\"]?(?P<name>global_step|iteration|epoch|step|iter|batch)(?![a-z])['\"]?(?:\s?[:=#]\s*|\s)?\[?\s?"
-    r"(?P<value>\d+(?:\.\d+)?)(?:\s*/\s*\d+)?",
-    re.IGNORECASE,
-)
-_DIGITS = re.compile(r"(\d+)")
+_EVIDENCE_ROLES = (*_LOSS_ROLES, "loss_scale")
 #: A line of words or numbers (not a separator like `----------`).
 _TEXT = re.compile(r"[^\W_]")
+_HAS_DIGIT = re.compile(r"\d")
 #: Keras' epoch header, alone on its line.
 _KERAS_EPOCH = re.compile(r"\s*Epoch (?P<epoch>\d+)/\d+\s*")
 #: Terminal escapes (Keras 3 draws its bar bold and green, tqdm moves the cursor): no part of the text.
@@ -91,6 +78,13 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _ZERO_ETA = re.compile(r"\s0s\s+\d+(?:s|ms|us)/step")
 #: A Keras progress line: `  32/1875 [>...]`, `370/370 ━━━`, `  100/Unknown`, or the old verbose=2 ` - 5s - loss: …`.
 _PROGRESS = re.compile(r"\s*(?:(?P<count>\d+)/(?P<target>\d+|Unknown)\s|-\s+\d+s\s+-\s)")
+#: A table cell: a name (header) or a number, `%` allowed.
+_CELL_NUMBER = re.compile(r"[-+]?(?:nan|inf|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)%?", re.IGNORECASE)
+_CELL_NAME = re.compile(r"[a-z_][\w./ -]*", re.IGNORECASE)
+#: A Markdown table's rule line (`| :---- | ---: |`).
+_TABLE_RULE = re.compile(r"[\s|:-]+")
+#: Perplexity names: a loss is their logarithm.
+_PERPLEXITY = ("ppl", "perplexity")
 
 
 def _head(path: Path) -> str | None:
@@ -111,11 +105,15 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
 
 
 def is_text_log(path: Path) -> bool:
-    """True when the file's first 64 KiB read as a training log (see the module doc); every redraw
-    of a progress line counts, as one Keras epoch can fill the whole head with redraws."""
+    """True when the file's first 64 KiB read as a training log (see the module doc)."""
     head = _head(path)
-    if not head or not _COUNTER.search(head):  # label files, requirements, prose: one scan says no
-        return False
+    return bool(head) and is_text_log_head(head)
+
+
+def is_text_log_head(head: str) -> bool:
+    """The test of `is_text_log` on text already read (stdin is read once)."""
+    if not _HAS_DIGIT.search(head) or not (has_counter(head) or _LOSS_WORD.search(head)):
+        return False  # label files, requirements, prose: one scan says no
     parser = _Parser()
     for line in _ANSI.sub("", head).split("\n"):
         for part in line.split("\r"):
@@ -125,16 +123,16 @@ def is_text_log(path: Path) -> bool:
     return False
 
 
-def _display_lines(path: Path) -> Iterator[str]:
-    """The file's lines as a terminal shows them: the last redraw of each (`\\r`, `\\b` undone)."""
-    with open(path, "rb") as fh:
-        for raw in fh:
-            parts = _ANSI.sub("", raw.decode("utf-8", errors="replace")).rstrip("\n").split("\r")
-            yield next((p for p in reversed(parts) if p.strip("\b \t")), "").replace("\b", "")
+#: A counter word without its number (`at step ?`, `epoch finished`): the line names a step it does not give.
+_COUNTER_WORD = re.compile(r"\b(?:epoch|step|iteration|iter)s?\s*[:=#]?\s*[^\d\s.,;!]", re.IGNORECASE)
+_LOSS_WORD = re.compile(r"loss|xent|ppl|perplexity|mse|mae|scale", re.IGNORECASE)
 
 
-def _normalise(name: str) -> str:
-    return "_".join(name.lower().split())
+def _display_lines(lines: Iterator[bytes]) -> Iterator[str]:
+    """Lines as a terminal shows them: the last redraw of each (`\\r`, `\\b` undone)."""
+    for raw in lines:
+        parts = _ANSI.sub("", raw.decode("utf-8", errors="replace")).rstrip("\n").split("\r")
+        yield next((p for p in reversed(parts) if p.strip("\b \t")), "").replace("\b", "")
 
 
 @dataclass
@@ -152,6 +150,14 @@ class _Record:
     names: set[str] = field(default_factory=set)
 
 
+@dataclass
+class _Table:
+    """A header line's names, waiting for rows of as many numbers."""
+
+    names: list[str]
+    pipes: bool
+
+
 class _Parser:
     """Display lines -> records, kept as long arrays (row, name id, value) so a huge log stays small."""
 
@@ -159,41 +165,126 @@ class _Parser:
         self.rows, self.ids, self.values = array("q"), array("q"), array("d")
         self.names: dict[str, int] = {}
         self.record: _Record | None = None
+        self.table: _Table | None = None
         self.next_row = 0
         #: Lines that gave a record a loss value: what tells a training log from prose.
         self.evidence = 0
+        #: Loss lines without a counter, by shape: evidence only once a shape repeats.
+        self.stepless_shapes: Counter[str] = Counter()
+        self.keras_seen = False
+        self.counters_seen = False
+        #: Non-blank lines since one gave a record values (the line being fed included).
+        self.lines_since_record = 0
+        #: Lines with a number that gave nothing, and the first of them.
+        self.skipped = 0
+        self.skipped_example = ""
+        #: Each metric's first line shape: what `inspect` shows.
+        self.patterns: dict[str, str] = {}
 
     def feed(self, line: str) -> None:
+        if line.strip():
+            self.lines_since_record += 1
+        if not _HAS_DIGIT.search(line):
+            if not self._maybe_header(line) and self.record is not None and self.record.gathers and _TEXT.search(line):
+                self.record.gathers = False
+            return
+        if self._table_row(line):
+            return
+        counters, values, shape = extract(line)
+        self.counters_seen |= bool(counters)
         rec = self.record
-        if (rec is None or not (rec.gathers or rec.keras)) and not _COUNTER.search(line):
-            return  # no counter and no record to give values to: nothing this line can say
-        counters, values = _extract(line)
         if _KERAS_EPOCH.fullmatch(line):
+            self.keras_seen = True
             self._open(counters, gathers=True, keras=True)
             return
         progress = _PROGRESS.match(line)
         if progress:
-            # a bar outside an open Keras epoch is evaluate() / predict(), not the epoch's
             if rec is not None and rec.keras:
-                self._add(rec, values)
+                self._add(rec, values, shape)
                 if _final(progress, line):
                     rec.keras = rec.gathers = False
+            elif not self.keras_seen and values and progress["count"] is not None and not _final(progress, line):
+                # fit() bars with no `Epoch N/M` kept (a paste starts mid-epoch): each redraw a batch
+                self._add(self._open({"batch": float(progress["count"])}, gathers=False), values, shape)
+            # else: a bar outside an open Keras epoch is evaluate() / predict(), not the epoch's
         elif counters:
             if rec is None or counters != rec.counters or rec.names & values.keys():
                 rec = self._open(counters, gathers=not values)
-            self._add(rec, values)
+            self._add(rec, values, shape)
         elif rec is not None and rec.gathers:
             if values:
-                self._add(rec, values)
+                self._add(rec, values, shape)
             elif _TEXT.search(line):
                 rec.gathers = False
+        elif values and self._takes_stepless(line):
+            self._stepless(values, shape)
+        elif _TEXT.search(line):
+            self._skip(line)
+
+    def _takes_stepless(self, line: str) -> bool:
+        """A line of values without a counter is a point when the log has no counters at all, or
+        when it comes right after a record's line (an epoch's summary, an overflow between steps);
+        a summary after other text (`Best val Acc: 0.93` after `Training complete`) or a line that
+        names a step it does not give (`at step ?`) is not."""
+        if _COUNTER_WORD.search(line):
+            return False
+        return not self.counters_seen or self.lines_since_record == 1
+
+    def _stepless(self, values: dict[str, float], shape: Shape) -> None:
+        """A line of values without a counter: it joins the record before it when it only adds names
+        to it, else it is a record of its own under the last counters seen (none: the line order is
+        its step)."""
+        rec = self.record
+        if rec is None or rec.names & values.keys() or not rec.names:
+            rec = self._open(dict(rec.counters) if rec is not None else {}, gathers=False)
+        seen = 0
+        if any(_is_evidence(name) for name in values):
+            self.stepless_shapes[shape.text] += 1
+            seen = self.stepless_shapes[shape.text]
+        # a shape's lines count once it repeats: all of them at the third, then one by one
+        self._add(rec, values, shape, evidence=_MIN_EVIDENCE if seen == _MIN_EVIDENCE else int(seen > _MIN_EVIDENCE))
+
+    def _maybe_header(self, line: str) -> bool:
+        """A line of names only (a table's header) starts a table; True when it did."""
+        pipes = line.count("|") >= 2
+        cells = [c.strip() for c in (line.strip().strip("|").split("|") if pipes else line.split())]
+        if len(cells) < 2 or not all(cells) or not all(_CELL_NAME.fullmatch(c) for c in cells):
+            if self.table is not None and _TEXT.search(line) and not _TABLE_RULE.fullmatch(line):
+                self.table = None
+            return False
+        names = [normalise(c) for c in cells]
+        if not any(role(n) in _LOSS_ROLES for n in names) or not any(grain(n) is not None for n in names):
+            return False
+        self.table = _Table(names, pipes)
+        return True
+
+    def _table_row(self, line: str) -> bool:
+        """A row of numbers under a table's header: a record; True when the line was one."""
+        table = self.table
+        if table is None:
+            return False
+        cells = [c.strip() for c in (line.strip().strip("|").split("|") if table.pipes else line.split())]
+        if len(cells) != len(table.names) or not all(_CELL_NUMBER.fullmatch(c) for c in cells):
+            if not _TABLE_RULE.fullmatch(line):
+                self.table = None
+            return False
+        counters, values = {}, {}
+        for name, cell in zip(table.names, cells):
+            (counters if grain(name) is not None else values)[name] = number(cell.rstrip("%"))
+        self._add(self._open(counters, gathers=False), values, None)
+        return True
+
+    def _skip(self, line: str) -> None:
+        self.skipped += 1
+        if not self.skipped_example:
+            self.skipped_example = line.strip()[:120]
 
     def _open(self, counters: dict[str, float], gathers: bool, keras: bool = False) -> _Record:
         self.record = _Record(self.next_row, counters, gathers, keras)
         self.next_row += 1
         return self.record
 
-    def _add(self, rec: _Record, values: dict[str, float]) -> None:
+    def _add(self, rec: _Record, values: dict[str, float], shape: Shape | None, evidence: int | None = None) -> None:
         if not values:
             return
         if not rec.names:
@@ -201,8 +292,13 @@ class _Parser:
                 self._append(rec.row, name, value)
         for name, value in values.items():
             self._append(rec.row, name, value)
+            if name not in self.patterns:
+                self.patterns[name] = shape.text if shape is not None else "table row"
         rec.names |= values.keys()
-        self.evidence += any(_role(name) in _LOSS_ROLES for name in values)
+        self.lines_since_record = 0
+        if evidence is None:
+            evidence = any(_is_evidence(name) for name in values)
+        self.evidence += evidence
 
     def _append(self, row: int, name: str, value: float) -> None:
         self.rows.append(row)
@@ -227,98 +323,9 @@ class _Parser:
         return pl.DataFrame(columns)
 
 
-@dataclass(frozen=True)
-class _Slot:
-    """Where one value sits in a line shape: `prefix`, digit runs `first` to `last` with the text
-    between them, `suffix` (a value without digits, `nan`, is `const`)."""
-
-    counter: bool
-    name: str
-    first: int = -1
-    last: int = -1
-    prefix: str = ""
-    suffix: str = ""
-    const: float = 0.0
-
-
-#: Line shapes read so far (the text between digit runs) -> their slots.
-_SHAPES: dict[str, list[_Slot]] = {}
-_MAX_SHAPES = 4096
-
-
-def _extract(line: str) -> tuple[dict[str, float], dict[str, float]]:
-    """The counters and the values of a line. A log repeats a few line shapes that differ only in
-    their digits, so each shape is parsed once and its values are then cut out by digit run: the
-    full patterns cost tens of microseconds a line, a 300 MB log has three million lines."""
-    parts = _DIGITS.split(line)  # text, digits, text, digits, ..., text
-    shape = "#".join(parts[0::2])
-    slots = _SHAPES.get(shape)
-    if slots is None:
-        if len(_SHAPES) >= _MAX_SHAPES:
-            _SHAPES.clear()
-        slots = _SHAPES[shape] = _slots(line, parts)
-    counters: dict[str, float] = {}
-    values: dict[str, float] = {}
-    for slot in slots:
-        if slot.first < 0:
-            value = slot.const
-        else:
-            value = _number(slot.prefix + "".join(parts[2 * slot.first + 1 : 2 * slot.last + 2]) + slot.suffix)
-        (counters if slot.counter else values)[slot.name] = value
-    return counters, values
-
-
-def _slots(line: str, parts: list[str]) -> list[_Slot]:
-    """Parse one line with the full patterns: its counters, then its `name: value` pairs, then its
-    `name value` pairs with a role, each as a slot of its shape (`parts`: the line split around
-    its digit runs)."""
-    found: dict[tuple[bool, str], tuple[int, int]] = {}
-    for m in _COUNTER.finditer(line):
-        found.setdefault((True, m["name"].lower()), m.span("value"))
-    # counters blanked out (same length, so spans still fit the line) before names are looked for
-    rest = _COUNTER.sub(lambda m: " " * len(m.group()), line)
-    for m in _NAMED.finditer(rest):
-        if m["sep"] == ":" and m["value"].isdigit():
-            continue  # `train.py:417`, `host:0`: a logging prefix's file:line or a rank, no metric
-        found[(False, _normalise(m["name"]))] = m.span("value")
-    for m in _BARE.finditer(rest):
-        key = (False, _normalise(m["name"]))
-        if key not in found and _role(key[1]) is not None:
-            found[key] = m.span("value")
-    found = _carry_split(found)
-    offsets = np.cumsum([0] + [len(p) for p in parts])  # parts[k] spans offsets[k]:offsets[k + 1]
-    slots = []
-    for (counter, name), (start, end) in found.items():
-        if not counter and _grain(name) is not None:
-            continue  # a counter in a form the counter pattern does not read (`total_steps: 100`) is no metric
-        inside = [k // 2 for k in range(1, len(parts), 2) if offsets[k] >= start and offsets[k + 1] <= end]
-        if not inside:
-            slots.append(_Slot(counter, name, const=_number(line[start:end])))
-        else:
-            first, last = inside[0], inside[-1]
-            prefix, suffix = line[start : offsets[2 * first + 1]], line[offsets[2 * last + 2] : end]
-            slots.append(_Slot(counter, name, first, last, prefix, suffix))
-    return slots
-
-
-#: Words that open a line for one data split (`train Loss: 0.58 Acc: 0.68`, then `val Loss: …`).
-_SPLITS = {"train", "training", "val", "valid", "validation", "eval", "evaluation", "test", "dev"}
-
-
-def _carry_split(found: dict[tuple[bool, str], tuple[int, int]]) -> dict[tuple[bool, str], tuple[int, int]]:
-    """A line whose first value is named for a split (`train Loss`, `val Loss`) gives that split to
-    the names after it that have none: PyTorch's transfer-learning tutorial prints `train Loss: …
-    Acc: …` then `val Loss: … Acc: …`, and the validation `acc` must not overwrite the training one."""
-    named = sorted((span[0], name) for (counter, name), span in found.items() if not counter)
-    split = named[0][1].split("_")[0] if named else ""
-    if split not in _SPLITS:
-        return found
-    out = {}
-    for (counter, name), span in found.items():
-        if not counter and not _SPLITS & set(name.split("_")):
-            name = f"{split}_{name}"
-        out[(counter, name)] = span
-    return out
+def _is_evidence(name: str) -> bool:
+    """A value only a training log prints: a loss, a perplexity, a loss scale."""
+    return role(name) in _EVIDENCE_ROLES or name.rsplit("_", 1)[-1] in _PERPLEXITY
 
 
 def _final(progress: re.Match, line: str) -> bool:
@@ -331,8 +338,22 @@ def _final(progress: re.Match, line: str) -> bool:
     return progress["count"] == progress["target"] and "ETA" not in line and not keras3_last_batch
 
 
-def _number(text: str) -> float:
-    return float(text.replace(",", ""))
+def _loss_from_perplexity(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """With no loss logged, a perplexity's logarithm is the loss (`ppl` -> `loss`,
+    `validation_perplexity` -> `validation_loss`); the perplexity stays a metric of its own."""
+    if any(role(c) in _LOSS_ROLES for c in frame.columns):
+        return frame, []
+    added, notes = [], []
+    for column in frame.columns:
+        words = column.split("_")
+        if words[-1] not in _PERPLEXITY:
+            continue
+        name = "_".join(words[:-1] + ["loss"])
+        if name in frame.columns or role(name) not in _LOSS_ROLES:
+            continue
+        added.append(pl.col(column).log().alias(name))
+        notes.append(f"{name} = ln({column}): no loss logged beside the perplexity")
+    return (frame.with_columns(added), notes) if added else (frame, [])
 
 
 def read(source: Source) -> list[Run]:
@@ -342,23 +363,40 @@ def read(source: Source) -> list[Run]:
 
 
 def read_scalars(path: Path) -> tuple[pl.DataFrame, list[str], list[str]]:
-    """A text log's tidy scalars, the notes on how its steps were chosen and warnings on rows that
-    could not be placed or a counter that goes back (two trainings in one file); ReadError if it
-    holds no value."""
-    parser = _Parser()
+    """A text log's tidy scalars, the notes on how it was read and warnings on rows that could not
+    be placed or a counter that goes back (two trainings in one file); ReadError if it holds no value."""
     try:
-        for line in _display_lines(path):
-            parser.feed(line)
+        with open(path, "rb") as fh:
+            return read_lines(fh, str(path))
     except OSError as exc:
         raise ReadError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") from None
+
+
+def read_lines(lines: Iterator[bytes], label: str) -> tuple[pl.DataFrame, list[str], list[str]]:
+    """`read_scalars` over raw lines from any source (a file, stdin)."""
+    parser = _Parser()
+    for line in _display_lines(lines):
+        parser.feed(line)
     if not parser.values:
-        raise ReadError(f"{path}: no epoch or step line with a metric value in this text log")
-    steps = plan(parser.wide())
+        raise ReadError(f"{label}: no line with a metric value in this text log")
+    frame, notes = _loss_from_perplexity(parser.wide())
+    steps = plan(frame)
     metrics = [c for c in steps.frame.columns if c not in steps.exclude]
     scalars = wide_to_tidy(steps.frame, steps.column, metrics)
     if scalars.is_empty():
-        raise ReadError(f"{path}: no epoch or step line with a metric value in this text log")
+        raise ReadError(f"{label}: no line with a metric value in this text log")
     warnings = []
     if steps.column is not None:
         warnings = stepless_rows(steps.frame, steps.column, metrics) + step_restarts(steps.frame, steps.column)
-    return scalars, steps.notes, warnings
+    notes = steps.notes + notes + _pattern_notes(parser)
+    if parser.skipped:
+        notes.append(f"{parser.skipped} line(s) with numbers gave no metric, e.g. {parser.skipped_example!r}")
+    return scalars, notes, warnings
+
+
+def _pattern_notes(parser: _Parser) -> list[str]:
+    """Which line shape gave which metrics (digits shown as #), one note per shape."""
+    by_shape: dict[str, list[str]] = {}
+    for name, shape in parser.patterns.items():
+        by_shape.setdefault(shape, []).append(name)
+    return [f"line {shape.strip()[:90]!r} -> {', '.join(names)}" for shape, names in by_shape.items()]

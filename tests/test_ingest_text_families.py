@@ -1,0 +1,158 @@
+"""Console line families as trainers print them, each read by the one general line tokenizer.
+
+Excerpts are written for the test in each trainer's own format (from its logging code and the
+issue threads users paste them into); the numbers are made up, the shapes are not.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from logdoctor.ingest import load_runs
+from _ingest_helpers import only_run, series
+
+
+def _run(tmp_path, lines: list[str], name: str = "train.log"):
+    (tmp_path / name).write_text("\n".join(lines) + "\n")
+    return only_run(tmp_path)
+
+
+def _values(run, metric):
+    s = series(run, metric)
+    return list(s.steps), [round(float(v), 4) for v in s.values]
+
+
+def test_opennmt_batch_counter_within_an_epoch_and_perplexity_as_the_loss(tmp_path):
+    lines = []
+    for epoch in (1, 2):
+        lines += [f"Epoch  {epoch},   {b:>3}/  150; acc:  {10 + b / 10:5.2f}; ppl:  {30 - 5 * epoch - b / 50:5.2f}; "
+                  f"5187 src tok/s;     {b // 10} s elapsed" for b in (50, 100, 150)]
+        lines += [f"Train perplexity: {28 - 5 * epoch}", f"Validation perplexity: {27 - 5 * epoch}", ""]
+    run = _run(tmp_path, lines)
+    steps, ppl = _values(run, "ppl")
+    assert len(steps) == 6 and steps == sorted(steps)  # epoch x period + batch
+    loss = series(run, "loss")
+    assert [round(v, 4) for v in loss.values] == [round(math.log(p), 4) for p in ppl]
+    assert any("ln(ppl)" in n for n in run.notes)
+    assert _values(run, "validation_loss")[1] == [round(math.log(22), 4), round(math.log(17), 4)]
+
+
+def test_fairseq_pipe_cells_are_name_value_pairs_with_a_clip_percentage(tmp_path):
+    lines = [f"| epoch 001 | loss {9 - u / 1000:.3f} | nll_loss {8.9 - u / 1000:.3f} | ppl 477.1 | wps 1234 | ups 2 | "
+             f"wpb 4096 | bsz 128 | num_updates {u} | lr 0.0005 | gnorm 1.2 | clip 100% |" for u in (500, 1000, 1500, 2000)]
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss") == ([500, 1000, 1500, 2000], [8.5, 8.0, 7.5, 7.0])
+    assert _values(run, "clip")[1] == [100.0] * 4
+    assert _values(run, "gnorm")[1] == [1.2] * 4
+
+
+def test_tacotron2_iter_lines_with_overflow_lines_between_them(tmp_path):
+    lines = ["OVERFLOW! Skipping step. Attempted loss scale: 8388608.0"]
+    for i, loss in enumerate([49.3, 40.5, 23.8, 13.4], start=16):
+        lines += [f"Train iter       {i} loss {loss:.6f} Grad Norm {10 + i:.6f} 3.22s/it"]
+        if i == 17:
+            lines += ["OVERFLOW! Skipping step. Attempted loss scale: 65536.0"]
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss") == ([16, 17, 18, 19], [49.3, 40.5, 23.8, 13.4])
+    assert _values(run, "grad_norm")[1] == [26.0, 27.0, 28.0, 29.0]
+    assert _values(run, "attempted_loss_scale") == ([17], [65536.0])
+
+
+def test_apex_overflow_lines_become_the_loss_scale_series(tmp_path):
+    lines = []
+    for i, step in enumerate(range(100, 700, 100)):
+        lines += [f"step {step} | loss {2 - i / 10:.2f}",
+                  f"Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to {2.0 ** (10 - 3 * i)}"]
+    run = _run(tmp_path, lines)
+    steps, scale = _values(run, "loss_scale")
+    assert steps == list(range(100, 700, 100)) and scale[0] == 1024.0 and scale[-1] == round(2.0 ** -5, 4)
+
+
+def test_acme_bracketed_tags_are_no_part_of_the_name(tmp_path):
+    lines = [f"[Learner] Loss = {0.06 + i / 1000:.3f} | Steps = {70 + 17 * i} | Walltime = {4 + i:.3f}" for i in range(6)]
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss")[0] == [70 + 17 * i for i in range(6)]
+
+
+def test_lines_without_a_counter_take_their_line_order(tmp_path):
+    run = _run(tmp_path, [f"train_loss.item()={2.3 - i / 100}" for i in range(12)])
+    assert _values(run, "train_loss.item()") == (list(range(12)), [round(2.3 - i / 100, 4) for i in range(12)])
+
+
+def test_absl_logging_without_a_counter_keeps_nan(tmp_path):
+    lines = [f"I0412 10:{i:02d}:33.355 140 train.py:88] train loss:{v}" for i, v in enumerate(["1.10", "1.53", "0.86", "nan", "nan"])]
+    steps, values = _values(_run(tmp_path, lines), "train_loss")
+    assert steps == [0, 1, 2, 3, 4] and values[:3] == [1.1, 1.53, 0.86] and all(math.isnan(v) for v in values[3:])
+
+
+def test_number_before_the_counter_word(tmp_path):
+    run = _run(tmp_path, [f"{i} iterations -- validation loss {2.1 - i / 1000:.2f}" for i in (250, 500, 750, 1000)])
+    assert _values(run, "validation_loss") == ([250, 500, 750, 1000], [1.85, 1.6, 1.35, 1.1])
+
+
+def test_nanogpt_iter_and_step_lines_are_one_counter(tmp_path):
+    lines = [f"iter {i}: loss {4 - i / 1000:.4f}, time 1099.34ms, mfu 15.34%" for i in range(0, 100, 10)]
+    lines += ["step 100: train loss 3.9000, val loss 3.9500", "saving checkpoint to out"]
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss")[0] == list(range(0, 100, 10))
+    assert _values(run, "val_loss") == ([100], [3.95])
+
+
+def test_a_markdown_table_pasted_from_a_notebook(tmp_path):
+    lines = ["| epoch | train loss | val loss |", "| :------| ------: | :------: |"]
+    lines += [f"| {e} | {2.2 - e / 100:.2f} | {2.9 + e / 100:.2f} |" for e in range(5, 30, 5)]
+    run = _run(tmp_path, lines)
+    assert _values(run, "val_loss") == ([5, 10, 15, 20, 25], [2.95, 3.0, 3.05, 3.1, 3.15])
+
+
+def test_a_loops_own_aligned_table(tmp_path):
+    lines = ["epoch   train_loss   val_loss   val_acc"]
+    lines += [f"{e:>5}   {1 / e:.4f}       {1.2 / e:.4f}     {0.5 + e / 100:.2f}" for e in range(1, 6)]
+    assert _values(_run(tmp_path, lines), "val_acc") == ([1, 2, 3, 4, 5], [0.51, 0.52, 0.53, 0.54, 0.55])
+
+
+def test_keras_batch_bars_without_an_epoch_header_end_in_nan(tmp_path):
+    lines = ["  1/100 [..............................] - ETA: 12:52 - loss: 0.0838 - mse: 0.0486"]
+    lines += [f"  {b}/100 [>.............................] - ETA: 20:11 - loss: nan - mse: nan" for b in range(2, 8)]
+    steps, values = _values(_run(tmp_path, lines), "loss")
+    assert steps == list(range(1, 8)) and values[0] == 0.0838 and all(math.isnan(v) for v in values[1:])
+
+
+def test_mmengine_epoch_with_a_bracketed_batch(tmp_path):
+    lines = [f"2024-01-01 10:00:00 - mmengine - INFO - Epoch(train) [1][{b}/500]  lr: 2.000e-02, eta: 1:02:03, "
+             f"time: 0.51, loss: {1.5 - b / 1000:.4f}" for b in range(50, 550, 50)]
+    steps, values = _values(_run(tmp_path, lines), "loss")
+    assert len(steps) == 10 and steps == sorted(steps) and values[0] == 1.45
+
+
+def test_lightning_progress_bar_redraws(tmp_path):
+    lines = ["\r".join(f"Epoch {e}: {b * 10}%|██        | {b}/10 [00:0{b}<00:00, loss={1 / (e + 1) + (10 - b) / 100:.3f}, v_num=1]"
+                       for b in range(1, 11)) for e in range(4)]
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss")[1] == [1.0, 0.5, 0.333, 0.25]
+
+
+def test_deepspeed_rank_prefix_with_a_list_of_lrs(tmp_path):
+    lines = [f"[Rank 0] step={s}, skipped=3, lr=[0.0001, 0.0001], mom=[(0.9, 0.999)]" for s in range(100, 400, 100)]
+    lines += [f"[Rank 0] step={s}, loss={3 - s / 1000:.2f}" for s in range(100, 400, 100)]
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss") == ([100, 200, 300], [2.9, 2.8, 2.7])
+
+
+def test_what_was_not_read_is_said(tmp_path):
+    lines = [f"epoch {e} loss: {1 / (e + 1):.3f}" for e in range(5)] + ["Saved 3 checkpoints to /tmp/x in 12 s"]
+    run = _run(tmp_path, lines)
+    assert any("1 line(s) with numbers gave no metric" in n and "Saved 3 checkpoints" in n for n in run.notes)
+    assert any(n.startswith("line 'epoch # loss: #.#'") and n.endswith("-> loss") for n in run.notes)
+
+
+@pytest.mark.parametrize("text", [
+    "# Project\n\nWe trained 3 models; the loss: 0.5 was best.\nSee step 2 of the guide.\n",
+    "Traceback (most recent call last):\n  File \"train.py\", line 12, in <module>\n    loss = model(x)\nRuntimeError: CUDA out of memory\n",
+    "torch==2.1.0\nnumpy>=1.24\nloss-landscapes==3.0\n",
+])
+def test_files_that_are_not_training_logs_are_left_alone(tmp_path, text):
+    (tmp_path / "notes.txt").write_text(text)
+    runs, errors = load_runs(tmp_path)
+    assert runs == [] and errors == []
