@@ -20,14 +20,17 @@ def rd(name: str, *codes: tuple[str, str, float]) -> RunDiagnosis:
     return RunDiagnosis(run=Run(name=name, path=name, format="csv"), roles={}, findings=findings)
 
 
-LABELS = {
+LABELS = {run_id: accuracy.read_label(raw) for run_id, raw in {
     "a_flat": {"codes": ["flat"], "healthy": False},
     "b_sched": {"codes": ["lr_schedule_mismatch", "flat"], "healthy": False},
     "c_overfit": {"codes": ["overfit"], "healthy": False},
     "d_ok": {"codes": [], "healthy": True},
     "e_ok": {"codes": [], "healthy": True},
     "f_gone": {"codes": ["diverge"], "healthy": False},
-}
+    "g_spiky_ok": {"label": "healthy", "acceptable": ["spike"], "why": "one bump that recovers"},
+    "h_borderline": {"label": "crawl", "acceptable": ["healthy"], "why": "slow but maybe fine"},
+}.items()}
+SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 @pytest.fixture()
@@ -40,19 +43,23 @@ def m():
             rd("c_overfit", ("info_note", "info", 0.99), ("crawl", "warning", 0.6)),
             rd("d_ok", ("info_note", "info", 0.8)),  # info is a remark, not an alarm
             rd("e_ok", ("spike", "warning", 0.7)),
+            rd("g_spiky_ok", ("spike", "warning", 0.7)),  # a fair remark on a healthy run
+            rd("h_borderline"),  # nothing fires: fair where the label accepts healthy
         ],
     )
     return accuracy.metrics(accuracy.score(diagnosis, LABELS))
 
 
 def test_top1_counts_label_alternatives_and_missing_runs(m):
-    # a_flat hit, b_sched hit (flat is an accepted code), c_overfit miss (crawl), f_gone miss (not found)
-    assert m["top1"] == pytest.approx(2 / 4)
-    assert m["missing"] == ["f_gone"]
+    # a_flat hit, b_sched hit (flat is an accepted code), c_overfit miss (crawl), f_gone miss (not read),
+    # h_borderline hit (quiet, and its label accepts healthy)
+    assert m["top1"] == pytest.approx(3 / 5)
+    assert m["unread"] == ["f_gone"]
+    assert [x["run"] for x in m["top1_misses"]] == ["c_overfit", "f_gone"]
 
 
-def test_false_alarms_ignore_info_findings(m):
-    assert m["false_alarm"] == pytest.approx(1 / 2)
+def test_false_alarms_ignore_info_findings_and_acceptable_remarks(m):
+    assert m["false_alarm"] == pytest.approx(1 / 3)
     assert [a["run"] for a in m["false_alarms"]] == ["e_ok"]
 
 
@@ -61,9 +68,31 @@ def test_per_code_precision_and_recall(m):
     assert (flat["labelled"], flat["fired"], flat["tp"], flat["precision"], flat["recall"]) == (2, 2, 2, 1.0, 1.0)
     assert m["per_code"]["lr_schedule_mismatch"]["recall"] == 0.0
     assert m["per_code"]["crawl"]["precision"] == 0.0
-    assert "info_note" not in m["per_code"]
+    assert "info_note" not in m["per_code"] and "healthy" not in m["per_code"]
 
 
 def test_confusion_uses_the_main_label_code(m):
     assert m["confusion"]["lr_schedule_mismatch -> flat"] == 1
     assert m["confusion"]["healthy -> none"] == 1
+
+
+def test_both_label_schemas_read_to_the_same_meaning():
+    sample = accuracy.read_label({"codes": ["oscillate", "spike"], "healthy": False, "notes": "bursts"})
+    shared = accuracy.read_label({"label": "oscillate", "acceptable": ["spike"], "why": "bursts", "family": "gan"})
+    assert (sample.main, sample.acceptable, sample.healthy) == (shared.main, shared.acceptable, shared.healthy)
+    assert shared.family == "gan" and "bursts" in sample.why
+    assert accuracy.read_label({"codes": [], "healthy": True}).healthy
+    assert accuracy.read_label({"label": "healthy", "acceptable": ["crawl"]}).fair == {"crawl"}
+    with pytest.raises(ValueError):
+        accuracy.read_label({"verdict": "flat"})
+
+
+@pytest.mark.skipif(not (SHARED / "real-logs-dev" / "labels.json").is_file(), reason="../shared/real-logs-dev not present")
+def test_real_logs_dev_labels_are_read_as_faulty_and_healthy_runs_with_codes():
+    folder = SHARED / "real-logs-dev"
+    labels = accuracy.load_labels(folder / "labels.json")
+    faulty = {k: v for k, v in labels.items() if not v.healthy}
+    assert faulty and len(faulty) < len(labels)
+    assert all(v.main in v.fair and v.why for v in faulty.values())
+    assert accuracy.runs_root(folder, labels) == folder / "runs"
+    assert all((folder / "runs" / run_id).is_dir() for run_id in labels)
