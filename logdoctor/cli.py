@@ -5,9 +5,12 @@ need them so `logdoctor --help` starts fast.
 """
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -19,7 +22,25 @@ app = typer.Typer(
     no_args_is_help=True,
     help="logdoctor: diagnose ML training runs from the logs they already wrote.",
     pretty_exceptions_enable=False,
+    # plain click help: wrapped at word boundaries, no boxes padded with trailing blanks
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        print(f"logdoctor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """logdoctor: diagnose ML training runs from the logs they already wrote."""
 
 
 class OutputFormat(str, Enum):
@@ -27,6 +48,26 @@ class OutputFormat(str, Enum):
     json = "json"
     md = "md"
     html = "html"
+
+
+class ListFormat(str, Enum):
+    terminal = "terminal"
+    json = "json"
+
+
+#: Report format named by the -o file's extension (anything else: the terminal report as text).
+_BY_EXTENSION = {".json": OutputFormat.json, ".md": OutputFormat.md, ".markdown": OutputFormat.md, ".html": OutputFormat.html, ".htm": OutputFormat.html}
+_FORMAT_HELP = "Report format (default: from the -o file's extension, else terminal)."
+_OUTPUT_HELP = "Write the report to this file; .html, .md or .json pick the format."
+
+
+def report_format(fmt: Optional[OutputFormat], output: Optional[Path]) -> OutputFormat:
+    """The format asked for, else the one the -o extension names, else the terminal report;
+    a -f that contradicts the extension (`-f md -o out.html`) is a usage error."""
+    implied = _BY_EXTENSION.get(output.suffix.lower()) if output is not None else None
+    if fmt is not None and implied is not None and fmt != implied:
+        raise fail(f"{output}: -f {fmt.value} writes {fmt.value}, not {implied.value}; drop -f or rename the file")
+    return fmt or implied or OutputFormat.terminal
 
 
 class FailOn(str, Enum):
@@ -66,8 +107,10 @@ def fail(message: str) -> "typer.Exit":
     return typer.Exit(code=2)
 
 
-def _load_config(config_file: Optional[Path], path: Path, select: Optional[str], ignore: Optional[str]):
-    from .config import ConfigError, check_rules, load_config, unknown_codes
+def _load_config(config_file: Optional[Path], path: Path, select: Optional[str], ignore: Optional[str], replaying: bool = False):
+    """The configuration found for PATH with --select/--ignore on top; an unknown code is one
+    line with the nearest known one, and a selection that leaves nothing to run says so."""
+    from .config import ConfigError, check_rules, did_you_mean, load_config, unknown_codes
     from .replay import PROBE_CODES
     from .rules import all_rules
 
@@ -82,8 +125,27 @@ def _load_config(config_file: Optional[Path], path: Path, select: Optional[str],
         raise fail(str(exc)) from None
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
     for code in unknown_codes((split(select) or []) + (split(ignore) or []), known):
-        raise fail(f"unknown rule code '{code}' (see `logdoctor rules`)")
-    return config.merged(split(select), split(ignore))
+        raise fail(f"unknown rule code '{code}'{did_you_mean(code, sorted(known))} (see `logdoctor rules`)")
+    merged = config.merged(split(select), split(ignore))
+    _say_what_selection_does(merged, set(rules), set(PROBE_CODES), replaying)
+    return merged
+
+
+def _say_what_selection_does(config, rules: set[str], probes: set[str], replaying: bool) -> None:
+    """A selection that switches everything off is an error; one naming only replay probes on a
+    run without --replay is a note (every log rule still runs): neither may pass silently."""
+    if not config.select and not config.ignore:
+        return
+    if not any(_rules_only(config).rule_enabled(code) for code in rules):
+        what = " ".join(f"--{k} {','.join(v)}" for k, v in (("select", config.select or []), ("ignore", config.ignore)) if v)
+        if not replaying:
+            raise fail(f"nothing left to check: {what} leaves no rule on")
+        _console(stderr=True).print(f"note: {what} leaves no log rule on: only replay probes run", highlight=False, soft_wrap=True)
+    named = set(config.select or [])
+    if not replaying and named and named <= probes:
+        _console(stderr=True).print(
+            f"note: {', '.join(sorted(named))}: replay probe(s), run only with --replay CKPT; every log rule runs", highlight=False, soft_wrap=True
+        )
 
 
 def _rules_only(config):
@@ -125,13 +187,14 @@ def exit_code(statuses: list[str], fail_on: FailOn) -> int:
 @app.command()
 def analyze(
     path: Path = typer.Argument(..., help="A run folder, a log file, or a folder of many runs."),
-    fmt: OutputFormat = typer.Option(OutputFormat.terminal, "--format", "-f", help="Report format."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here (default: stdout)."),
+    fmt: Optional[OutputFormat] = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help=_OUTPUT_HELP),
     select: Optional[str] = typer.Option(None, help="Only these rule codes (comma-separated)."),
     ignore: Optional[str] = typer.Option(None, help="Skip these rule codes (comma-separated)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
     fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a run is at or above this status."),
-    quiet: bool = flag("--quiet", "-q", help="Only problems: skip healthy runs and progress."),
+    quiet: bool = flag("--quiet", "-q", help="One line per problem run, then the counts; no progress bar."),
+    verbose: bool = flag("--verbose", "-v", help="Every cause, fix and evidence item on every finding."),
     no_plots: bool = flag("--no-plots", help="Markdown/HTML without plots."),
     replay_ckpt: Optional[Path] = typer.Option(None, "--replay", help="Also probe this checkpoint and merge the results into its run's diagnosis."),
     model: Optional[str] = typer.Option(None, "--model", help=_MODEL_HELP),
@@ -147,7 +210,8 @@ def analyze(
 
     if replay_ckpt is None and (model or batch or data or loss or trust_checkpoint):
         raise fail("--model/--batch/--data/--loss/--trust-checkpoint only apply together with --replay CKPT")
-    config = _load_config(config_file, path, select, ignore)
+    fmt = report_format(fmt, output)
+    config = _load_config(config_file, path, select, ignore, replaying=replay_ckpt is not None)
     _require_output_folder(output)
     try:
         with _progress("diagnosing", enabled=not quiet) as progress:
@@ -170,8 +234,17 @@ def analyze(
             raise fail(str(exc)) from None
         if not quiet:
             _console(stderr=True).print(escape(result.summary()), highlight=False)
-    _emit(diagnosis, fmt, output, quiet, no_plots)
+    name_runs([rd.run for rd in diagnosis.runs], diagnosis.root)
+    _emit(diagnosis, fmt, output, Style(quiet, verbose, no_plots, config.source))
     raise typer.Exit(exit_code([rd.status for rd in diagnosis.runs], fail_on))
+
+
+def name_runs(runs: list, root) -> None:
+    """Give every run its display name (`naming.display_names`), so every format shows the same one."""
+    from .naming import display_names
+
+    for run, name in zip(runs, display_names([run.name for run in runs], str(root))):
+        run.name = name
 
 
 @app.command()
@@ -183,8 +256,8 @@ def replay(
     loss: Optional[str] = typer.Option(None, "--loss", help=_LOSS_HELP),
     device: Device = typer.Option(Device.auto, "--device", help="Where dynamic probes run."),
     trust_checkpoint: bool = flag("--trust-checkpoint", help=_TRUST_HELP),
-    fmt: OutputFormat = typer.Option(OutputFormat.terminal, "--format", "-f", help="Report format."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here (default: stdout)."),
+    fmt: Optional[OutputFormat] = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help=_OUTPUT_HELP),
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml (probe thresholds)."),
     fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a finding is at or above this level."),
     quiet: bool = flag("--quiet", "-q", help="No probe summary on stderr."),
@@ -197,7 +270,8 @@ def replay(
     from .replay import ReplayError
     from .replay.command import run
 
-    config = _load_config(config_file, checkpoint, select, ignore)
+    fmt = report_format(fmt, output)
+    config = _load_config(config_file, checkpoint, select, ignore, replaying=True)
     opts = dict(model=model, batch=batch and str(batch), data=data, loss=loss, device=device.value, trust=trust_checkpoint, config=config)
     try:
         result = run(checkpoint, **opts)
@@ -206,7 +280,7 @@ def replay(
     if not quiet:
         _console(stderr=True).print(escape(result.summary()), highlight=False)
     diagnosis = result.diagnosis()
-    _emit(diagnosis, fmt, output, False, True)
+    _emit(diagnosis, fmt, output, Style(no_plots=True, config_source=config.source))
     raise typer.Exit(exit_code([rd.status for rd in diagnosis.runs], fail_on))
 
 
@@ -246,46 +320,64 @@ def _nothing_read(path: Path, errors: list[str]) -> "typer.Exit":
     return fail(f"{path}: {'no usable training log' if errors else 'no training log found'}")
 
 
-def _emit(
-    diagnosis, fmt: OutputFormat, output: Optional[Path], quiet: bool, no_plots: bool, extra=None, sections=None
-) -> None:
-    """Render in the chosen format to stdout or a file.
+@dataclass(frozen=True)
+class Style:
+    """How much a report says: `quiet` (problems only), `verbose` (everything on every finding),
+    plots or none, and the configuration file used (named in the report)."""
+
+    quiet: bool = False
+    verbose: bool = False
+    no_plots: bool = False
+    config_source: Optional[str] = None
+    #: Terminal: full blocks, but only for runs with a problem (`audit --details -q`).
+    skip_healthy: bool = False
+
+
+def _emit(diagnosis, fmt: OutputFormat, output: Optional[Path], style: Style, extra=None, sections=None) -> None:
+    """Render in the chosen format to stdout or a file; a file written is named on stderr with
+    the counts, so `-o` never leaves the terminal silent.
 
     `extra` adds top-level keys to the JSON document (e.g. `audit`); `sections`
     is a list of `(title, markdown)` shown by the terminal, Markdown and HTML
     reports after their header (the audit summary).
     """
     _require_output_folder(output)
+    quiet = style.quiet
     if fmt == OutputFormat.json:
         from .report.json_report import render_json
 
-        _write(render_json(diagnosis, extra), output)
+        _write(render_json(diagnosis, extra, quiet=quiet, config_source=style.config_source), output)
     elif fmt == OutputFormat.terminal:
         from .report.terminal import render_terminal, render_text
 
+        opts = dict(quiet=quiet, verbose=style.verbose, extra_sections=sections, config_source=style.config_source, skip_healthy=style.skip_healthy)
         if output:
-            _write(render_text(diagnosis, quiet=quiet, extra_sections=sections), output)
+            _write(render_text(diagnosis, **opts), output)
         else:
-            render_terminal(diagnosis, _console(), quiet=quiet, extra_sections=sections)
+            render_terminal(diagnosis, _console(), **opts)
     elif fmt == OutputFormat.md:
         from .report.markdown import render_markdown
 
         plots_dir = None
-        if output and not no_plots:
+        if output and not style.no_plots:
             plots_dir = output.parent / f"{output.stem}_plots"
-        elif not no_plots and not quiet:
+        elif not style.no_plots and not quiet:
             _console(stderr=True).print("note: Markdown on stdout has no plots; use -o report.md to write them")
         with _progress("plotting", enabled=not quiet and plots_dir is not None) as progress:
             try:
-                text = render_markdown(diagnosis, extra_sections=sections, plots_dir=plots_dir, progress=progress)
+                text = render_markdown(diagnosis, extra_sections=sections, plots_dir=plots_dir, progress=progress, config_source=style.config_source)
             except OSError as exc:
                 raise fail(f"{plots_dir}: cannot write plots ({exc.strerror})") from None
         _write(text, output)
     elif fmt == OutputFormat.html:
         from .report.html import render_html
 
-        with _progress("plotting", enabled=not quiet and not no_plots) as progress:
-            _write(render_html(diagnosis, extra_sections=sections, plots=not no_plots, progress=progress), output)
+        with _progress("plotting", enabled=not quiet and not style.no_plots) as progress:
+            _write(render_html(diagnosis, extra_sections=sections, plots=not style.no_plots, progress=progress), output)
+    if output is not None:
+        from .report.text import counts_line
+
+        print(f"wrote {output}: {counts_line(diagnosis.runs)}", file=sys.stderr)
 
 
 def _write(text: str, output: Optional[Path]) -> None:
@@ -306,8 +398,8 @@ class RankBy(str, Enum):
 @app.command()
 def audit(
     path: str = typer.Argument(..., help="A sweep folder (or an fsspec URL such as s3://bucket/sweep)."),
-    fmt: OutputFormat = typer.Option(OutputFormat.terminal, "--format", "-f", help="Report format."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here (default: stdout)."),
+    fmt: Optional[OutputFormat] = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help=_OUTPUT_HELP),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes (default: one per core)."),
     scheduler: Optional[str] = typer.Option(None, help="Run on a Dask cluster: its scheduler, tcp://host:port."),
     cache_dir: Optional[Path] = typer.Option(None, help="Cache folder (default: .logdoctor-cache/ in PATH)."),
@@ -319,6 +411,7 @@ def audit(
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
     fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a run is at or above this status."),
     quiet: bool = flag("--quiet", "-q", help="Only problems: skip healthy runs and progress."),
+    verbose: bool = flag("--verbose", "-v", help="With --details: every cause, fix and evidence item."),
 ) -> None:
     """Triage a sweep: diagnose every run in parallel, summarise, link failures to hyperparameters.
 
@@ -330,12 +423,14 @@ def audit(
     from .audit.render import print_terminal, sections
     from .ingest import ReadError
 
-    config = _rules_only(_load_config(config_file, Path(path), select, ignore))
+    fmt = report_format(fmt, output)
+    config = _load_config(config_file, Path(path), select, ignore)
+    rules_config = _rules_only(config)
     _require_output_folder(output)
     try:
         with _progress("auditing", enabled=not quiet) as progress:
             report = run_audit(
-                path, config, jobs=jobs, scheduler=scheduler, cache_dir=cache_dir,
+                path, rules_config, jobs=jobs, scheduler=scheduler, cache_dir=cache_dir,
                 use_cache=not no_cache, rank_by=rank_by.value, progress=progress,
             )
     except (ReadError, SchedulerError) as exc:
@@ -343,67 +438,114 @@ def audit(
     if not report.results:
         _print_skipped(report.errors)
         raise _nothing_read(path, report.errors)
+    from .naming import display_names
+
+    for result, name in zip(report.results, display_names([r.run for r in report.results], path)):
+        result.run = name
     if fmt == OutputFormat.terminal and not details:
+        from .audit.render import print_terminal
+
         if output:
-            _write(_audit_text(report, quiet), output)
+            _write(_trimmed(lambda console: print_terminal(console, report, quiet), width=120), output)
+            print(f"wrote {output}: {len(report.results)} runs", file=sys.stderr)
         else:
-            print_terminal(_console(), report, quiet)
+            sys.stdout.write(_trimmed(lambda console: print_terminal(console, report, quiet), like=_console()))
     else:
-        _emit(report.diagnosis(), fmt, output, quiet, True, extra={"audit": report.to_json()}, sections=sections(report, quiet))
+        # --details asks for the findings: with -q, those of the runs with a problem
+        style = Style(quiet and not details, verbose, True, config.source, skip_healthy=quiet)
+        _emit(report.diagnosis(), fmt, output, style, extra={"audit": report.to_json()}, sections=sections(report, quiet))
     raise typer.Exit(exit_code([r.status for r in report.results], fail_on))
 
 
-def _audit_text(report, quiet: bool) -> str:
-    """The terminal audit summary as plain text, for -o (written by _write: one error line on failure)."""
+#: Blanks at the end of a line, before any colour codes that close it.
+_TRAILING = re.compile(r"(?:[ \t]|\x1b\[[0-9;]*m)+$", re.M)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _trimmed(draw, like=None, width: int = 100) -> str:
+    """What `draw(console)` prints, without the blanks rich pads table cells and Markdown with.
+
+    `like` is the console whose width and colours to keep (stdout's); without it, plain text
+    `width` columns wide (for a file).
+    """
     import io
 
     from rich.console import Console
 
-    from .audit.render import print_terminal
-
-    buffer = io.StringIO()
-    print_terminal(Console(file=buffer, no_color=True, width=120), report, quiet)
-    return buffer.getvalue()
+    if like is None:
+        console = Console(file=io.StringIO(), width=width, no_color=True, color_system=None, highlight=False)
+    else:
+        console = Console(
+            file=io.StringIO(), width=like.width, no_color=like.no_color, color_system=like.color_system,
+            force_terminal=like.is_terminal, highlight=False,
+        )
+    draw(console)
+    return _TRAILING.sub(lambda m: "".join(_ANSI.findall(m.group())), console.file.getvalue())
 
 
 @app.command()
 def inspect(
     path: Path = typer.Argument(..., help="A run folder, a log file, or a folder of many runs."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
+    fmt: ListFormat = typer.Option(ListFormat.terminal, "--format", "-f", help="terminal or json."),
 ) -> None:
     """List the runs found, their format, metrics, step ranges and roles."""
     from .ingest import ReadError, load_runs
-    from .report.inspect_report import render_inspect
+    from .report.inspect_report import inspect_dict, render_inspect
 
     config = _load_config(config_file, path, None, None)
     try:
         runs, errors = load_runs(path)
     except ReadError as exc:
         raise fail(str(exc)) from None
-    render_inspect(runs, errors, config, _console())
+    name_runs(runs, path)
+    if fmt == ListFormat.json:
+        _write(json.dumps(inspect_dict(runs, errors, config), indent=2), None)
+    else:
+        sys.stdout.write(_trimmed(lambda console: render_inspect(runs, errors, config, console), like=_console()))
 
 
 @app.command()
-def rules() -> None:
+def rules(fmt: ListFormat = typer.Option(ListFormat.terminal, "--format", "-f", help="terminal or json.")) -> None:
     """List every rule (code, severity, one-line summary), then the replay probes' codes."""
-    from rich.table import Table
-
+    from .replay import PROBE_CODES
     from .rules import all_rules
 
-    from .replay import PROBE_CODES
+    catalogue = all_rules()
+    if fmt == ListFormat.json:
+        from . import __version__
 
-    table = Table("code", "severity", "what it detects", box=None)
-    for code, cls in all_rules().items():
-        table.add_row(code, cls.severity, cls.summary())
-    console = _console()
-    console.print(table)
-    # the probes' own summaries live in modules that import PyTorch: their codes are enough here
-    console.print(f"\nreplay probes (logdoctor replay; `logdoctor explain CODE`): {', '.join(PROBE_CODES)}", highlight=False)
+        doc = {
+            "schema": "logdoctor.rules/v1",
+            "tool": {"name": "logdoctor", "version": __version__},
+            "rules": [
+                {"code": code, "severity": cls.severity, "summary": cls.summary(), "thresholds": dict(cls.defaults), "docs": f"docs/rules/{code}.md"}
+                for code, cls in catalogue.items()
+            ],
+            "probes": list(PROBE_CODES),
+        }
+        _write(json.dumps(doc, indent=2), None)
+        return
+
+    def draw(console) -> None:
+        from rich.table import Table
+
+        table = Table("code", "severity", "what it detects", box=None, pad_edge=False)
+        for code, cls in catalogue.items():
+            table.add_row(code, cls.severity, cls.summary())
+        console.print(table)
+        # the probes' own summaries live in modules that import PyTorch: their codes are enough here
+        console.print(f"\nreplay probes (logdoctor replay): {', '.join(PROBE_CODES)}", highlight=False)
+        console.print("Details: logdoctor explain CODE, or docs/rules/CODE.md", highlight=False)
+
+    sys.stdout.write(_trimmed(draw, like=_console()))
 
 
 @app.command()
 def explain(code: str = typer.Argument(..., help="A rule code, e.g. crawl.")) -> None:
     """Print a rule's documentation: symptom, causes, fix, probe, thresholds."""
+    from .config import did_you_mean
+    from .replay import PROBE_CODES
     from .rules import all_rules
     from .ruledocs import rule_markdown
 
@@ -413,13 +555,19 @@ def explain(code: str = typer.Argument(..., help="A rule code, e.g. crawl.")) ->
 
         cls = probe_class(code)
     if cls is None:
-        raise fail(f"unknown rule or replay probe code '{code}' (see `logdoctor rules`)")
+        raise fail(f"unknown rule or replay probe code '{code}'{did_you_mean(code, [*all_rules(), *PROBE_CODES])} (see `logdoctor rules`)")
     from rich.markdown import Markdown
 
-    _console().print(Markdown(rule_markdown(cls)))
+    sys.stdout.write(_trimmed(lambda console: console.print(Markdown(rule_markdown(cls))), like=_console()))
 
 
 def main() -> None:
+    # a terminal or pipe that cannot encode the status marks and sparklines (PYTHONIOENCODING=ascii,
+    # a legacy code page) gets '?' for them, never a UnicodeEncodeError traceback
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
     app()
 
 

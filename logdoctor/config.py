@@ -61,10 +61,18 @@ class Config:
         )
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """"; did you mean 'crawl'?" for the closest known name, or '' when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 def _from_table(table: dict[str, Any], source: str) -> Config:
     unknown = sorted(set(table) - set(_KEYS))
     if unknown:
-        raise ConfigError(f"{source}: unknown key '{unknown[0]}' (valid keys: {', '.join(_KEYS)})")
+        raise ConfigError(f"{source}: unknown key '{unknown[0]}'{did_you_mean(unknown[0], _KEYS)} (valid keys: {', '.join(_KEYS)})")
 
     def names(key: str) -> list[str] | None:
         value = table.get(key)
@@ -90,7 +98,7 @@ def _roles(table: Any, source: str) -> dict[str, list[str]]:
     roles = {}
     for role, value in table.items():
         if role not in ROLES:
-            raise ConfigError(f"{source}: unknown role 'roles.{role}' (valid roles: {', '.join(ROLES)})")
+            raise ConfigError(f"{source}: unknown role 'roles.{role}'{did_you_mean(role, ROLES)} (valid roles: {', '.join(ROLES)})")
         patterns = [value] if isinstance(value, str) else value
         if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
             raise ConfigError(f"{source}: 'roles.{role}' must be a list of metric names or /regexes/")
@@ -119,19 +127,22 @@ def check_rules(config: Config, thresholds: dict[str, dict[str, Any]], codes: It
     Lives apart from parsing because the catalogue of rules and probes is the caller's to load.
     """
     source = config.source or "config"
+    codes = list(codes)
     for key, listed in (("select", config.select or []), ("ignore", config.ignore)):
         bad = unknown_codes(listed, codes)
         if bad:
-            raise ConfigError(f"{source}: '{key}' names unknown rule code '{bad[0]}' (see `logdoctor rules`)")
+            raise ConfigError(f"{source}: '{key}' names unknown rule code '{bad[0]}'{did_you_mean(bad[0], codes)} (see `logdoctor rules`)")
     for code, overrides in config.rules.items():
         defaults = thresholds.get(code)
         if defaults is None:
             if complete:
-                raise ConfigError(f"{source}: [rules.{code}]: no rule or replay probe has this code (see `logdoctor rules`)")
+                hint = did_you_mean(code, thresholds)
+                raise ConfigError(f"{source}: [rules.{code}]: no rule or replay probe has this code{hint} (see `logdoctor rules`)")
             continue
         for key, value in overrides.items():
             if key not in defaults:
-                raise ConfigError(f"{source}: unknown threshold 'rules.{code}.{key}' (valid: {', '.join(defaults)})")
+                hint = did_you_mean(key, defaults)
+                raise ConfigError(f"{source}: unknown threshold 'rules.{code}.{key}'{hint} (valid: {', '.join(defaults)})")
             if not _same_kind(defaults[key], value):
                 raise ConfigError(f"{source}: 'rules.{code}.{key}' must be {_kind(defaults[key])}, not {value!r}")
 
@@ -162,27 +173,45 @@ def load_config(explicit: Path | None = None, start: Path | None = None) -> Conf
     """Find and read the configuration.
 
     An explicit file wins; otherwise the nearest `logdoctor.toml` or a
-    pyproject.toml with a `[tool.logdoctor]` table, searching from `start`
-    (default: the current directory) up to the filesystem root.
+    pyproject.toml with a `[tool.logdoctor]` table, searching from `start` (the
+    analysed PATH) up to the filesystem root, then from the current directory up:
+    a project's own pyproject.toml applies to logs kept outside it.
     """
     if explicit is not None:
         return _read(explicit)
-    here = (start or Path.cwd()).resolve()
-    if here.is_file():
-        here = here.parent
-    for folder in (here, *here.parents):
-        candidate = folder / "logdoctor.toml"
-        if candidate.is_file():
-            return _read(candidate)
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
-            try:
-                data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-                continue
-            if "logdoctor" in data.get("tool", {}):
-                return _from_table(data["tool"]["logdoctor"], str(pyproject))
+    searched: set[Path] = set()
+    for origin in (start, Path.cwd()):
+        if origin is None:
+            continue
+        here = origin.resolve()
+        if here.is_file():
+            here = here.parent
+        for folder in (here, *here.parents):
+            if folder in searched:
+                break
+            searched.add(folder)
+            found = _config_in(folder)
+            if found is not None:
+                return found
     return Config()
+
+
+def _config_in(folder: Path) -> Config | None:
+    """The configuration this folder holds (`logdoctor.toml`, else a pyproject.toml with a
+    `[tool.logdoctor]` table), or None."""
+    candidate = folder / "logdoctor.toml"
+    if candidate.is_file():
+        return _read(candidate)
+    pyproject = folder / "pyproject.toml"
+    if not pyproject.is_file():
+        return None
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    if "logdoctor" in data.get("tool", {}):
+        return _from_table(data["tool"]["logdoctor"], str(pyproject))
+    return None
 
 
 def _read(path: Path) -> Config:

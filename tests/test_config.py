@@ -28,12 +28,12 @@ def _analyze(run_dir, tmp_path, text: str, *extra: str):
     "text, expected",
     [
         ('[roles]\ntrain_loss = ["/losses[/"]\n', "'roles.train_loss': invalid regex /losses[/ (unterminated character set"),
-        ('[roles]\ntrian_loss = ["losses/train"]\n', "unknown role 'roles.trian_loss' (valid roles: train_loss, val_loss, lr,"),
+        ('[roles]\ntrian_loss = ["losses/train"]\n', "unknown role 'roles.trian_loss'; did you mean 'train_loss'? (valid roles: train_loss, val_loss, lr,"),
         ("[roles]\ntrain_loss = [1]\n", "'roles.train_loss' must be a list of metric names or /regexes/"),
         ('select = ["flatt"]\n', "'select' names unknown rule code 'flatt'"),
         ('ignore = ["spikes"]\n', "'ignore' names unknown rule code 'spikes'"),
         ("[rules.crawlz]\nmin_points = 3\n", "[rules.crawlz]: no rule or replay probe has this code"),
-        ("[rules.crawl]\nmax_relative_gain = 0.05\n", "unknown threshold 'rules.crawl.max_relative_gain' (valid: min_points,"),
+        ("[rules.crawl]\nmax_relative_gain = 0.05\n", "unknown threshold 'rules.crawl.max_relative_gain'; did you mean 'max_relative_drop'? (valid: min_points,"),
         ('[rules.crawl]\nmax_relative_drop = "abc"\n', "'rules.crawl.max_relative_drop' must be a number, not 'abc'"),
         ("bogus = 1\n", "unknown key 'bogus' (valid keys: select, ignore, roles, rules)"),
         ('[rules.overfit_batch_failed]\nlrs = ["a"]\n', "'rules.overfit_batch_failed.lrs' must be a list of numbers, not ['a']"),
@@ -57,4 +57,4 @@ def test_a_valid_config_with_rule_and_probe_thresholds_is_accepted(run_dir, tmp_
 
 def test_an_unknown_code_on_the_command_line_names_no_file(run_dir, tmp_path):
     result, _ = _analyze(run_dir, tmp_path, "", "--select", "flatt")
-    assert result.exit_code == 2 and result.output == "logdoctor: unknown rule code 'flatt' (see `logdoctor rules`)\n"
+    assert result.exit_code == 2 and result.output == "logdoctor: unknown rule code 'flatt'; did you mean 'flat'? (see `logdoctor rules`)\n"

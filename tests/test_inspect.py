@@ -57,9 +57,9 @@ def test_inspect_lists_every_run_with_format_metrics_steps_and_roles(mixed):
         "lightning_logs/version_0": "lightning",
         "hf_out": "hf_trainer",
         "wandb/run-20200101_000000-abc": "wandb",
-        "export.csv/a": "wandb_csv",
-        "export.csv/b": "wandb_csv",
-        "mlruns/0/calm-owl": "mlflow",
+        "a": "wandb_csv",  # runs are named as analyze names them: writer boilerplate dropped
+        "b": "wandb_csv",
+        "calm-owl": "mlflow",
     }
     for name, fmt in expected_runs.items():
         assert re.search(rf"^{re.escape(name)}\s+\[{fmt}\]", out, re.M), (name, out)

@@ -24,7 +24,7 @@ from logdoctor.replay.update_ratio import UpdateRatioLow  # noqa: E402
 from logdoctor.rules import all_rules  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-FINDING_KEYS = {"code", "severity", "confidence", "title", "metric", "steps", "evidence", "causes", "fixes"}
+FINDING_KEYS = {"code", "severity", "confidence", "title", "metric", "steps", "evidence", "causes", "fixes", "probe", "docs"}
 WIDE = {"COLUMNS": "200", "NO_COLOR": "1"}
 
 
@@ -131,7 +131,7 @@ def test_replay_command_json_and_exit_codes(demo):
     assert doc["schema"] == "logdoctor.report/v1"
     (run,) = doc["runs"]
     assert run["format"] == "checkpoint/training_dict" and run["status"] == "warning"
-    assert set(run) == {"run", "path", "format", "roles", "status", "findings", "warnings"}
+    assert set(run) == {"run", "path", "format", "roles", "status", "verdict", "findings", "warnings"}
     assert runner.invoke(app, ["replay", str(demo / "ckpt.pt"), "--fail-on", "warning", "-q"], env=WIDE).exit_code == 1
 
 

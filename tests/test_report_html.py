@@ -129,7 +129,7 @@ def test_cli_html_to_file(tmp_path):
     assert result.exit_code == 0, result.output
     html = out.read_text()
     assert html.startswith("<!DOCTYPE html>") and len(IMG_SRC.findall(html)) == 1
-    assert result.output == ""  # nothing on stdout when writing to a file
+    assert result.stdout == ""  # nothing on stdout when writing to a file (where it wrote goes to stderr)
 
 
 def test_many_runs_are_drawn_in_worker_processes_in_order(monkeypatch):

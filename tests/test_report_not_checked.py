@@ -57,9 +57,11 @@ def test_status_stays_healthy_in_json_but_reads_not_checked_for_people():
     assert "NOT CHECKED" in render_html(d, plots=False)
 
 
-def test_an_rl_run_stays_healthy_with_a_line_saying_what_was_not_judged():
+def test_an_rl_run_whose_losses_were_checked_for_nan_only_is_counted_not_checked():
     rd = diagnosed({"episode_reward": (STEPS, np.linspace(0, 100, len(STEPS))), "loss": (STEPS, np.linspace(2, 1, len(STEPS)))})
     console = Console(file=io.StringIO(), width=80, no_color=True)
-    render_terminal(Diagnosis("runs/", [rd]), console)
+    render_terminal(Diagnosis("runs/", [rd, diagnosed({"episode_reward": (STEPS, np.linspace(0, 9, len(STEPS)))})]), console)
     out = console.file.getvalue()
-    assert out.startswith("✓ HEALTHY") and "(checked NaN / inf only)" in out
+    assert out.startswith("· NOT CHECKED") and "(checked NaN / inf only)" in out and "HEALTHY" not in out
+    assert out.splitlines()[-1] == "2 runs: 0 critical, 0 warning, 2 not checked, 0 healthy"
+    assert json.loads(render_json(Diagnosis("runs/", [rd])))["summary"]["by_verdict"]["not_checked"] == 1

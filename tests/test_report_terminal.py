@@ -63,20 +63,22 @@ def test_readable_at_80_columns_and_no_colour_codes():
     assert not ANSI.search(out)
 
 
-def test_summary_table_lists_runs_worst_first():
+def test_summary_table_lists_runs_worst_first_and_the_counts_are_the_last_line():
     out = render(mixed())
-    table = out[out.index("5 runs: 2 critical, 2 warning, 1 healthy"):]
+    assert out.splitlines()[-1] == "5 runs: 2 critical, 2 warning, 1 healthy"
+    table = out[re.search(r"^ *(status)? +run +findings", out, re.M).start():]
     order = [table.index(name) for name in ("sweep/lr=1.0/seed0", "sweep/lr=1e-7/seed0", "amp/fp16-run", "baseline/seed1")]
     assert order == sorted(order)
 
 
-def test_no_summary_for_few_runs_and_quiet_skips_healthy_runs():
+def test_no_summary_for_few_runs_and_quiet_is_one_line_per_problem_run_then_the_counts():
     d = Diagnosis("runs/", [healthy(), diverging()])
     assert "status" not in render(d).splitlines()[-2]
-    quiet = render(mixed(), quiet=True)
-    assert "baseline/seed1" not in quiet
-    assert "sweep/lr=1.0/seed0" in quiet
-    assert "runs:" not in quiet
+    quiet = render(mixed(), quiet=True).splitlines()
+    assert len(quiet) == 5 and quiet[-1] == "5 runs: 2 critical, 2 warning, 1 healthy"
+    assert quiet[0].startswith("✖ sweep/lr=1.0/seed0  diverge  Loss blows up and becomes NaN at step 1,450")
+    assert not any("baseline/seed1" in line or "cause" in line for line in quiet)
+    assert all(len(line) <= 80 for line in quiet)  # cut to the width, never wrapped
 
 
 def test_info_findings_are_one_line_and_nan_shows_in_the_sparkline():
@@ -150,13 +152,18 @@ SAMPLES = __import__("pathlib").Path(__file__).resolve().parent.parent / "sample
 
 def test_real_sample_runs_fit_80_columns_without_trailing_blanks():
     """Healthy one-liners, long W&B/MLflow/Lightning names, info lines, the table: all within 80."""
-    from logdoctor.diagnose import analyze
+    from typer.testing import CliRunner
 
-    out = render(analyze(SAMPLES), width=80)
+    from logdoctor.cli import app
+
+    out = CliRunner().invoke(app, ["analyze", str(SAMPLES)], env={"COLUMNS": "80", "NO_COLOR": "1"}).stdout
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 80
     assert all(line == line.rstrip() for line in lines)
-    assert "mlruns/947427902577955505" not in out  # writer boilerplate is dropped from names
+    assert "mlruns/947427902577955505" not in out and "lightning_logs" not in out  # writer boilerplate dropped
+    assert lines[-1] == "52 runs: " + lines[-1].split(": ", 1)[1] and "critical" in lines[-1]
+    # every code's causes and fix once: the report stays readable in a few screens
+    assert out.count("cause: ") < len(re.findall(r"^  \d+\. ", out, re.M)) / 2
 
 
 def test_piped_cli_output_has_no_padding(tmp_path):
@@ -181,7 +188,7 @@ def test_wrapped_lines_hang_under_their_label():
 def test_runs_come_worst_first_in_blocks_and_table_alike():
     out = render(mixed(), width=100)
     blocks = [line.split("  ")[1] for line in out.splitlines() if line[:1] in "✖▲✓" and "  [" in line]
-    table = out[out.index("5 runs:"):]
+    table = out[re.search(r"^ *(status)? +run +findings", out, re.M).start():]
     assert blocks == sorted(blocks, key=table.index)
     assert blocks[0] == "sweep/lr=1.0/seed0" and blocks[-1] == "baseline/seed1"
 
@@ -190,7 +197,8 @@ def test_evidence_keeps_the_first_items_and_counts_the_rest():
     rd = flat()
     rd.findings[0].evidence = {f"item_{i}": i for i in range(10)}
     out = render(Diagnosis("runs/", [rd]), width=120)
-    assert "item 5 5" in out and "item 6" not in out and "(+4 more: --format json)" in out
+    assert "item 5 5" in out and "item 6" not in out and "(+4 more: -v)" in out
+    assert "item 8 8" in render(Diagnosis("runs/", [rd]), width=120, verbose=True)
 
 
 def test_quiet_on_an_all_healthy_input_says_so_in_one_line():
@@ -204,16 +212,29 @@ def test_glance_numbers_are_labelled_as_logged_points():
     assert "logged 2.3" in out.splitlines()[1]
 
 
-def test_summary_names_drop_writer_boilerplate_and_stay_unique():
-    from logdoctor.report.text import short_names
+def test_a_code_s_causes_and_fix_are_printed_once_unless_verbose():
+    first, second = flat(), flat()
+    second.run.name = "sweep/lr=1e-7/seed1"
+    d = Diagnosis("runs/", [first, second])
+    out = render(d, width=100)
+    assert out.count("cause: flat cause one") == 1 and out.count("fix:   flat fix") == 1
+    assert "cause, fix: as above (logdoctor explain flat)" in out
+    assert out.count("probe: update_ratio (logdoctor replay)") == 1
+    verbose = render(d, width=100, verbose=True)
+    assert verbose.count("cause: flat cause one") == 2 and "flat cause three" in verbose  # every cause
+    second.findings[0].causes = ["confirmed by probe lr_range: a different first cause"]
+    assert "cause: confirmed by probe lr_range" in render(d, width=100)  # a run's own causes are shown
 
-    names = [
-        "yolo_a/runs/detect/train", "yolo_b/runs/detect/train",
-        "exp/lightning_logs/version_0", "exp/lightning_logs/version_1",
-        "mlf/mlruns/9475/mlf", "wb/wandb/offline-run-20261122_032242-sszvzimc", "csv_run/log.csv",
-    ]
-    short = short_names(names)
-    assert short[:2] == ["yolo_a", "yolo_b"]
-    assert short[2:4] == ["exp/lightning_logs/version_0", "exp/lightning_logs/version_1"]  # collide: more context
-    assert short[4:] == ["mlf", "wb", "csv_run"]
-    assert short_names(["."]) == ["."]
+
+def test_every_finding_points_to_its_documentation():
+    out = render(mixed(), width=100)
+    for code in ("diverge", "flat", "scaler_collapse"):
+        assert f"logdoctor explain {code}" in out
+    assert "Confirm with replay" not in out  # the probe has a line of its own
+
+
+def test_summary_names_are_cut_so_that_they_stay_distinct():
+    d = Diagnosis("runs/", [healthy(f"learning_rate_sweep_adamw_cosine_trial_{i:04d}_seed_{i % 3}") for i in range(4)])
+    table = render(d, width=60).splitlines()[-5:-1]
+    names = [line.split()[1] for line in table]
+    assert len(set(names)) == 4 and all("…" in n for n in names)

@@ -40,6 +40,30 @@ def _metric_table(view: RunView) -> Table:
     return table
 
 
+def _metrics(view: RunView) -> list[dict]:
+    role_of = {name: role for role, names in view.all_roles.items() for name in names}
+    primary = set(view.roles.values())
+    return [
+        {"name": name, "role": role_of.get(name), "primary": name in primary, **info}
+        for name, info in step_report(view).items()
+    ]
+
+
+def inspect_dict(runs: list[Run], errors: list[str], config: Config) -> dict:
+    """What `inspect --format json` prints (schema `logdoctor.inspect/v1`, in docs/schema/)."""
+    from .. import __version__
+
+    out = []
+    for run in runs:
+        view = RunView(run, config.roles)
+        out.append({
+            "run": run.name, "path": run.path, "format": run.format,
+            "roles": dict(view.roles), "metrics": _metrics(view),
+            "config": sorted(map(str, run.config)), "notes": list(run.notes), "warnings": list(run.warnings),
+        })
+    return {"schema": "logdoctor.inspect/v1", "tool": {"name": "logdoctor", "version": __version__}, "config": config.source, "runs": out, "errors": list(errors)}
+
+
 def render_inspect(runs: list[Run], errors: list[str], config: Config, console: Console) -> None:
     for run in runs:
         view = RunView(run, config.roles)

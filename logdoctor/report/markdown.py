@@ -10,7 +10,7 @@ lines) goes through `md_escape`, so a run named `<script>` or `a|b` neither
 injects markup nor breaks a table.
 
 Public API (also used by `logdoctor audit`):
-`render_markdown(diagnosis, extra_sections=None, plots_dir=None, plots_href=None, progress=None) -> str`.
+`render_markdown(diagnosis, extra_sections=None, plots_dir=None, plots_href=None, progress=None, config_source=None) -> str`.
 `extra_sections` is a list of `(title, markdown body)` placed after the
 header, before the summary; the body is trusted Markdown (escape log strings
 in it with `report.text.md_escape`).
@@ -23,7 +23,7 @@ from pathlib import Path
 from .. import __version__
 from ..model import Diagnosis, Finding, RunDiagnosis
 from .sparkline import sparkline
-from .text import by_severity, counts_line, evidence_items, fmt_num, main_loss, md_code, md_escape, slug, step_range, verdict
+from .text import by_severity, counts_line, evidence_items, fmt_num, main_loss, md_code, md_escape, plain_fixes, slug, step_range, verdict
 
 STATUS_MARK = {"critical": "🔴", "warning": "🟠", "healthy": "🟢", "not checked": "🔵"}
 SEVERITY_MARK = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
@@ -44,9 +44,13 @@ def _finding(i: int, f: Finding) -> list[str]:
     if f.causes:
         lines.append("- **likely causes:**")
         lines += [f"  {n}. {md_escape(c)}" for n, c in enumerate(f.causes, 1)]
-    if f.fixes:
+    fixes = plain_fixes(f)
+    if fixes:
         lines.append("- **fix:**")
-        lines += [f"  - {md_escape(x)}" for x in f.fixes]
+        lines += [f"  - {md_escape(x)}" for x in fixes]
+    if f.probe:
+        lines.append(f"- **confirm with replay:** {md_escape(' '.join(f.probe.split()))}")
+    lines.append(f"- **docs:** `logdoctor explain {f.code}`")
     lines.append("")
     return lines
 
@@ -119,8 +123,10 @@ def render_markdown(
     plots_dir: Path | None = None,
     plots_href: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    config_source: str | None = None,
 ) -> str:
-    """The whole report as Markdown; with `plots_dir`, one PNG per run is written there and linked."""
+    """The whole report as Markdown; with `plots_dir`, one PNG per run is written there and linked.
+    `config_source` names the configuration file used (in the header), if any."""
     ordered = by_severity(diagnosis.runs)
     figures = iter(())
     if plots_dir is not None and ordered:
@@ -133,7 +139,8 @@ def render_markdown(
     lines = [
         "# logdoctor report",
         "",
-        f"{md_code(diagnosis.root)} · {counts_line(diagnosis.runs)} · logdoctor {__version__}",
+        f"{md_code(diagnosis.root)} · {counts_line(diagnosis.runs)} · logdoctor {__version__}"
+        + (f" · config {md_code(config_source)}" if config_source else ""),
         "",
     ]
     for title, body in extra_sections or []:

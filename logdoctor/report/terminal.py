@@ -37,7 +37,8 @@ from rich.text import Text
 
 from ..model import Diagnosis, Finding, RunDiagnosis, Series
 from .sparkline import sparkline
-from .text import TOP_EVIDENCE, by_severity, counts_line, evidence_items, fmt_num, main_loss, middle_ellipsis, short_names, verdict, where
+from ..naming import fit_names
+from .text import TOP_EVIDENCE, by_severity, counts_line, evidence_items, fmt_num, main_loss, plain_fixes, verdict, where
 
 VERDICT_STYLE = {"critical": "bold red", "warning": "bold yellow", "healthy": "bold green", "not checked": "bold cyan"}
 VERDICT_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓", "not checked": "·"}
@@ -83,19 +84,41 @@ def print_hanging(console: Console, prefix: Text | str, body: Text | str, indent
         console.print(Text.assemble(lead, line), soft_wrap=True)
 
 
-def evidence_line(f: Finding, limit: int = TOP_EVIDENCE, located: bool = True) -> str:
-    """Where the finding is (unless not `located`) and its first `limit` evidence items; the rest
-    counted, not shown."""
+def evidence_line(f: Finding, limit: int | None = TOP_EVIDENCE, located: bool = True) -> str:
+    """Where the finding is (unless not `located`) and its first `limit` evidence items (all of
+    them with None); the rest counted, not shown."""
     items = evidence_items(f.evidence)
-    text = ", ".join(f"{k} = {v}" if len(k) <= 2 else f"{k} {v}" for k, v in items[:limit])
-    if len(items) > limit:
-        text += f" (+{len(items) - limit} more: --format json)"
+    shown = items if limit is None else items[:limit]
+    text = ", ".join(f"{k} = {v}" if len(k) <= 2 else f"{k} {v}" for k, v in shown)
+    if len(items) > len(shown):
+        text += f" (+{len(items) - len(shown)} more: -v)"
     return ": ".join(p for p in (where(f) if located else "", text) if p)
 
 
-def _finding(console: Console, i: int, f: Finding) -> None:
+class Advice:
+    """Which causes, fixes and probes the report has already printed, per finding code.
+
+    The same code on twenty runs has the same causes and fix: printed in full once (its first,
+    worst run) and referred to after that, unless a run's are different (a replay probe that
+    confirmed one cause moves it first) or `verbose` asks for every one.
+    """
+
+    def __init__(self, verbose: bool = False):
+        self.verbose = verbose
+        self.shown: dict[str, tuple] = {}
+
+    def first_time(self, f: Finding) -> bool:
+        said = (tuple(f.causes[:TOP_CAUSES]), tuple(plain_fixes(f)[:1]), f.probe)
+        if self.verbose or self.shown.get(f.code) != said:
+            self.shown[f.code] = said
+            return True
+        return False
+
+
+def _finding(console: Console, i: int, f: Finding, advice: Advice) -> None:
+    limit = None if advice.verbose else TOP_EVIDENCE
     if f.severity == "info":
-        ev = evidence_line(f, located=False)
+        ev = evidence_line(f, limit, located=False)
         body = Text.assemble((f.code, "bold cyan"), " — ", f.title, (f" ({ev})" if ev else "", "dim"))
         print_hanging(console, "  · ", body)
         return
@@ -108,28 +131,30 @@ def _finding(console: Console, i: int, f: Finding) -> None:
     console.print(head, soft_wrap=True)
     pad = " " * 5
     print_hanging(console, pad, Text(f.title, style="bold"))
-    ev = evidence_line(f)
+    ev = evidence_line(f, limit)
     if ev:
         print_hanging(console, pad, ev)
-    fixes = [x for x in f.fixes if not x.startswith("Confirm with replay:")]
-    confirm = [x.split(":", 1)[1].strip() for x in f.fixes if x.startswith("Confirm with replay:")]
-    for n, cause in enumerate(f.causes[:TOP_CAUSES]):
+    docs = f"logdoctor explain {f.code}"
+    if not advice.first_time(f):
+        print_hanging(console, Text(pad + "cause, fix: ", style="dim"), Text(f"as above ({docs})", style="dim"))
+        return
+    causes = f.causes if advice.verbose else f.causes[:TOP_CAUSES]
+    for n, cause in enumerate(causes):
         print_hanging(console, Text(pad + ("cause: " if n == 0 else "   or: "), style="dim"), Text(cause, style="" if n == 0 else "dim"))
-    if fixes:
-        print_hanging(console, Text(pad + "fix:   ", style="dim"), Text(fixes[0], style="green"))
-    if confirm:
-        print_hanging(console, Text(pad + "probe: ", style="dim"), Text(f"{confirm[0]} (logdoctor replay)", style="dim"))
+    fixes = plain_fixes(f)
+    for n, fix in enumerate(fixes if advice.verbose else fixes[:1]):
+        print_hanging(console, Text(pad + ("fix:   " if n == 0 else "   or: "), style="dim"), Text(fix, style="green"))
+    if f.probe:
+        print_hanging(console, Text(pad + "probe: ", style="dim"), Text(f"{' '.join(f.probe.split())} (logdoctor replay)", style="dim"))
+    print_hanging(console, Text(pad + "docs:  ", style="dim"), Text(docs, style="dim"))
 
 
-def render_run(console: Console, rd: RunDiagnosis, name: str | None = None) -> None:
-    """One run: a single line when healthy with nothing to say, else the header, glance and findings.
-
-    `name` is the run's name as the summary table shows it (`short_names`), so a block and its
-    table row match; by default the full name.
-    """
+def render_run(console: Console, rd: RunDiagnosis, advice: Advice | None = None) -> None:
+    """One run: a single line when healthy with nothing to say, else the header, glance and findings."""
+    advice = advice or Advice()
     status = status_text(rd)
     status.append("  ")
-    name = Text.assemble((name or rd.run.name, "bold"), (f"  [{rd.run.format}]", "dim"))
+    name = Text.assemble((rd.run.name, "bold"), (f"  [{rd.run.format}]", "dim"))
     loss = main_loss(rd)
     if rd.status == "healthy" and not rd.findings:
         spark, ends = loss_glance(loss, width=16)
@@ -145,13 +170,13 @@ def render_run(console: Console, rd: RunDiagnosis, name: str | None = None) -> N
     print_hanging(console, status, name)
     if loss is not None:
         spark, ends = loss_glance(loss)
-        span = f"logged {ends}, steps {int(loss.steps[0]):,}–{int(loss.steps[-1]):,}"
+        span = f"logged {ends}, steps {fmt_num(int(loss.steps[0]))}–{fmt_num(int(loss.steps[-1]))}"
         print_hanging(console, "  ", Text.assemble((loss.name, "dim"), " ", spark, "  ", (span, "dim")), indent=4)
     for i, f in enumerate((f for f in rd.findings if f.severity != "info"), 1):
-        _finding(console, i, f)
+        _finding(console, i, f, advice)
     for f in rd.findings:
         if f.severity == "info":
-            _finding(console, 0, f)
+            _finding(console, 0, f, advice)
     _warnings(console, rd)
 
 
@@ -160,26 +185,20 @@ def _warnings(console: Console, rd: RunDiagnosis) -> None:
         print_hanging(console, Text("  ! ", style="yellow"), Text(w, style="yellow"))
 
 
-def display_names(diagnosis: Diagnosis) -> dict[int, str]:
-    """id(run diagnosis) -> its name without boilerplate path parts (unique, see `short_names`)."""
-    return dict(zip(map(id, diagnosis.runs), short_names([rd.run.name for rd in diagnosis.runs])))
-
-
 def render_summary(diagnosis: Diagnosis, console: Console) -> None:
     """One row per run, worst first: status, run, finding codes, loss sparkline, last loss.
 
-    Run names lose the path parts that tell runs apart by nothing (`short_names`) and the
-    name column takes whatever width the other columns leave, so names stay distinct.
+    The name column takes whatever width the other columns leave; a name cut to fit keeps
+    the characters that tell it from its neighbours (`fit_names`).
     """
     runs = by_severity(diagnosis.runs)
-    names = display_names(diagnosis)
     narrow = console.width < WIDE
     rows = []
     for rd in runs:
         spark, ends = loss_glance(main_loss(rd), width=8 if narrow else 12)
         codes = Text(" ").join(Text(f.code, style=SEVERITY_STYLE.get(f.severity, "")) for f in rd.findings)
         status = status_text(rd)
-        rows.append((status[:1] if narrow else status, names[id(rd)], codes, spark, ends.split("→")[-1].strip()))
+        rows.append((status[:1] if narrow else status, rd.run.name, codes, spark, ends.split("→")[-1].strip()))
     status_w = max(1 if narrow else len("status"), *(r[0].cell_len for r in rows))
     spark_w = max(len("loss"), *(len(r[3]) for r in rows))
     last_w = max(len("last"), *(len(r[4]) for r in rows))
@@ -188,14 +207,14 @@ def render_summary(diagnosis: Diagnosis, console: Console) -> None:
     name_need = max(len("run"), *(len(r[1]) for r in rows))
     name_w = min(name_need, max(20, room - min(codes_need, 20)))
     codes_w = max(8, room - name_w)
-    console.print(counts_line(diagnosis.runs), style="bold", soft_wrap=True)
+    names = fit_names([r[1] for r in rows], name_w)
     header = (("" if narrow else "status").ljust(status_w), "run".ljust(name_w), "findings".ljust(codes_w), "loss".ljust(spark_w), "last".rjust(last_w))
     console.print(Text("  ".join(header).rstrip(), style="bold"), soft_wrap=True)
-    for status, name, codes, spark, last in rows:
+    for (status, _, codes, spark, last), name in zip(rows, names):
         lines = codes.wrap(console, codes_w) if codes else [Text()]
         first = Text.assemble(
             status, " " * (status_w - status.cell_len + 2),
-            middle_ellipsis(name, name_w).ljust(name_w), "  ",
+            name.ljust(name_w), "  ",
             lines[0], " " * (codes_w - lines[0].cell_len + 2),
             spark.ljust(spark_w), "  ", last.rjust(last_w),
         )
@@ -206,47 +225,78 @@ def render_summary(diagnosis: Diagnosis, console: Console) -> None:
             console.print(Text.assemble(" " * (status_w + name_w + 4), more), soft_wrap=True)
 
 
+def render_problem_lines(diagnosis: Diagnosis, console: Console) -> None:
+    """`--quiet`: one line per run with a problem (or not checked): status mark, name, top finding
+    code and title (the title carries the headline number), cut to the console width."""
+    for rd in by_severity(diagnosis.runs):
+        top = next((f for f in rd.findings if f.severity != "info"), None) or next(
+            (f for f in rd.findings if f.code == "not_checked"), None
+        )
+        if verdict(rd) == "healthy" or top is None:
+            continue
+        # where the output cannot encode the marks (PYTHONIOENCODING=ascii) the word says it
+        mark = VERDICT_MARK.get(verdict(rd), "?") if console.encoding.lower().startswith("utf") else verdict(rd).upper()
+        line = Text.assemble((mark, VERDICT_STYLE.get(verdict(rd), "")), " ", (rd.run.name, "bold"), "  ", (top.code, SEVERITY_STYLE.get(top.severity, "")), "  ", top.title)
+        line.truncate(console.width, overflow="ellipsis")
+        console.print(line, soft_wrap=True)
+
+
 def render_terminal(
     diagnosis: Diagnosis,
     console: Console,
     quiet: bool = False,
+    verbose: bool = False,
     extra_sections: list[tuple[str, str]] | None = None,
+    config_source: str | None = None,
+    skip_healthy: bool = False,
 ) -> None:
-    """The whole report, worst run first; `quiet` keeps only runs with a problem (no summary table),
-    or says in one line that there is none."""
-    shown = [rd for rd in by_severity(diagnosis.runs) if not (quiet and rd.status == "healthy")]
-    names = display_names(diagnosis)
-    for rd in shown:
-        render_run(console, rd, names[id(rd)])
-        console.print()
+    """The whole report, worst run first, the counts on its last line (as pytest and ruff end).
+
+    `quiet`: one line per problem run (`render_problem_lines`), then the counts. `verbose`: every
+    cause, fix and evidence item on every finding; by default a code's causes and fix are
+    printed once per report. `skip_healthy`: run blocks only for runs with a problem.
+    `config_source` names the configuration file used, if any.
+    """
     if not diagnosis.runs:
         console.print(f"No training runs found under {diagnosis.root}.", highlight=False, soft_wrap=True)
-    elif quiet and not shown:
-        console.print(_all_healthy_line(diagnosis), soft_wrap=True)
-    elif not quiet and len(diagnosis.runs) >= SUMMARY_MIN_RUNS:
-        render_summary(diagnosis, console)
-    elif not quiet:
-        console.print(counts_line(diagnosis.runs), style="dim", soft_wrap=True)
+        return
+    if quiet:
+        render_problem_lines(diagnosis, console)
+    else:
+        advice = Advice(verbose)
+        for rd in by_severity(diagnosis.runs):
+            if skip_healthy and verdict(rd) == "healthy":
+                continue
+            render_run(console, rd, advice)
+            console.print()
+        if len(diagnosis.runs) >= SUMMARY_MIN_RUNS and not skip_healthy:
+            render_summary(diagnosis, console)
     for title, body in extra_sections or []:
         console.print()
         console.print(Rule(title, align="left"))
         console.print(Markdown(body))
+    if config_source:
+        console.print(Text(f"config: {config_source}", style="dim"), soft_wrap=True)
+    console.print(_counts(diagnosis), style="bold", soft_wrap=True)
 
 
-def _all_healthy_line(diagnosis: Diagnosis) -> str:
-    """What `--quiet` prints when no run has a problem: silence would look like a crash."""
+def _counts(diagnosis: Diagnosis) -> str:
+    """The last line: '52 runs: 11 critical, 24 warning, 17 healthy', or 'N runs: all healthy'."""
     line = counts_line(diagnosis.runs)
     n = len(diagnosis.runs)
-    return f"{n} run{'s' if n != 1 else ''}: all healthy" if line.endswith(f" {n} healthy") else line
+    return f"{n} run{'s' if n != 1 else ''}: all healthy" if line.endswith(f": 0 critical, 0 warning, {n} healthy") else line
 
 
 def render_text(
     diagnosis: Diagnosis,
     width: int = 100,
     quiet: bool = False,
+    verbose: bool = False,
     extra_sections: list[tuple[str, str]] | None = None,
+    config_source: str | None = None,
+    skip_healthy: bool = False,
 ) -> str:
     """The terminal report as plain text (no colour, no trailing blanks), for `-o report.txt`."""
     console = Console(file=io.StringIO(), width=width, no_color=True, color_system=None, highlight=False)
-    render_terminal(diagnosis, console, quiet=quiet, extra_sections=extra_sections)
+    render_terminal(diagnosis, console, quiet, verbose, extra_sections, config_source, skip_healthy)
     return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()) + "\n"

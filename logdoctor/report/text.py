@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..model import SEVERITY_RANK, Finding, RunDiagnosis, Series
+from ..naming import middle_ellipsis  # noqa: F401 - the audit's table cuts names with it
 from ..view import RunView
 
 #: (suffix in a key, unit appended to the value)
@@ -179,9 +180,20 @@ VERDICT_RANK = {v: i for i, v in enumerate(VERDICTS)}
 
 
 def verdict(rd: RunDiagnosis) -> str:
-    """The run's status, or "not checked" when a `not_checked` finding says nothing was judged."""
-    unjudged = any(f.code == "not_checked" and f.evidence.get("checked") == "nothing" for f in rd.findings)
+    """The run's status, or "not checked" for a run without a problem whose loss no rule judged
+    (a `not_checked` finding: no loss, too few points, or an RL run checked for NaN / inf only)."""
+    unjudged = any(f.code == "not_checked" for f in rd.findings)
     return "not checked" if rd.status == "healthy" and unjudged else rd.status
+
+
+#: How a fix that is really a pointer to a replay probe starts (the rules' base adds it to the
+#: fixes; every renderer shows `Finding.probe` on its own line instead).
+_PROBE_FIX = "Confirm with replay:"
+
+
+def plain_fixes(f: Finding) -> list[str]:
+    """The finding's fixes without the replay pointer (shown from `Finding.probe`)."""
+    return [x for x in f.fixes if not x.startswith(_PROBE_FIX)]
 
 
 def by_severity(runs: list[RunDiagnosis]) -> list[RunDiagnosis]:
@@ -233,62 +245,6 @@ def md_code(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
-
-
-#: Path parts a logger writes on its own, never chosen by the person who ran it: they are the
-#: same in every run, so they tell runs apart by nothing (Lightning, W&B, MLflow ids, YOLO's
-#: runs/<task>/train, a run's own log file).
-_BOILERPLATE = re.compile(
-    r"""lightning_logs|version_\d+|wandb|(offline-)?run-\d{8}_\d{6}-\w+|latest-run|mlruns|\d+|[0-9a-f]{32}
-    |runs|detect|segment|classify|pose|obb|train\d*
-    |.+\.(csv|json|jsonl|wandb|log|txt)|events\.out\.tfevents\..*""",
-    re.VERBOSE,
-)
-
-
-def short_names(names: list[str]) -> list[str]:
-    """Run names without the parts that tell them apart by nothing, for narrow tables.
-
-    Drops writer boilerplate (`lightning_logs/version_0`, `wandb/offline-run-…`,
-    `mlruns/<exp>/<id>`, `runs/detect/train`, a trailing `log.csv`) and the
-    leading folders every run shares. A name that would lose everything, or
-    collide with another run's, keeps its full path: names must stay unique.
-    """
-    full = [name.split("/") for name in names]
-    kept = [_distinct([p for p in parts if not _BOILERPLATE.fullmatch(p)]) or parts for parts in full]
-    short = _unshared(kept)
-    fallback = _unshared(full)
-    seen: dict[str, int] = {}
-    for s in short:
-        seen[s] = seen.get(s, 0) + 1
-    return [s if seen[s] == 1 else f for s, f in zip(short, fallback)]
-
-
-def _distinct(parts: list[str]) -> list[str]:
-    """Parts without a repeat of the one before (MLflow names a run folder like its experiment)."""
-    return [p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1]]
-
-
-def _unshared(parts: list[list[str]]) -> list[str]:
-    """Each path without the leading folders all of them share (always keeping its last part)."""
-    shared = 0
-    while len(parts) > 1 and all(len(p) > shared + 1 and p[shared] == parts[0][shared] for p in parts):
-        shared += 1
-    return ["/".join(p[shared:]) for p in parts]
-
-
-def middle_ellipsis(name: str, limit: int) -> str:
-    """A long run name cut in the middle for a narrow table column.
-
-    Both ends tell runs apart: the head names the experiment and the tail the
-    seed or trial, so the cut keeps a third of the room for the head and the
-    rest for the tail.
-    """
-    if len(name) <= limit:
-        return name
-    head = (limit - 1) // 3
-    tail = limit - 1 - head
-    return f"{name[:head]}…{name[-tail:]}"
 
 
 def slug(name: str, limit: int = 60) -> str:
