@@ -49,8 +49,8 @@ def test_index_is_ordered_by_severity_and_links_to_each_run():
 def test_findings_show_evidence_causes_and_fixes():
     html = render_html(Diagnosis("runs/", [diverging()]))
     assert "Loss blows up and becomes NaN at step 1,450" in html
-    assert '<span class="ev">loss <b>0.53 → inf</b></span>' in html
-    assert '<span class="ev">first nonfinite step <b>1,450</b></span>' in html
+    assert '<span class="ev">loss level <b>0.53 → inf</b></span>' in html
+    assert '<span class="ev">first NaN/inf at <b>step 1,450</b></span>' in html
     assert "<li>diverge cause three</li>" in html
     assert "Confirm with replay: update_ratio" in html
     assert "steps 1,200–1,450" in html

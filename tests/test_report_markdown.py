@@ -32,7 +32,7 @@ def test_same_content_as_the_terminal_report():
     assert "### 🔴 CRITICAL · sweep/lr=1e-7/seed0" in text
     assert "`flat`" in text and "confidence 0.93" in text
     assert "- **where:** `loss`, steps 0–4,000" in text
-    assert "loss **2.301 → 2.298**, slope **-7e-7/step**, p **0.41**" in text
+    assert "loss level **2.301 → 2.298**, slope **-7e-7/step**, p **0.41**" in text
     assert "  1. flat cause one" in text and "  3. flat cause three" in text  # every cause, ranked
     assert "- **confirm with replay:** update\\_ratio" in text and "Confirm with replay" not in text
     assert "- **docs:** `logdoctor explain flat`" in text

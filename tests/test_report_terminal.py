@@ -35,9 +35,9 @@ def test_numbers_read_like_a_person_wrote_them():
 
 def test_evidence_is_phrased_generically_from_its_keys():
     text = evidence_text({"loss_start": 2.301, "loss_end": 2.298, "slope_per_step": -7e-7, "p": 0.41})
-    assert text == "loss 2.301 → 2.298, slope -7e-7/step, p = 0.41"
+    assert text == "loss level 2.301 → 2.298, slope -7e-7/step, p = 0.41"
     items = dict(evidence_items({"fraction_clipped": 0.973, "warmup_steps": 500, "spike_steps": [7499, 10799], "p_value": 0.003}))
-    assert items == {"clipped": "97.3%", "warmup": "500 steps", "spike steps": "7,499, 10,799", "p": "0.003"}
+    assert items == {"steps clipped": "97.3%", "warmup": "500 steps", "spikes at": "steps 7,499, 10,799", "trend": "p = 0.003"}
     # JSON-round-tripped non-finite values stay readable
     assert dict(evidence_items({"value": "inf"})) == {"value": "inf"}
 
@@ -46,7 +46,7 @@ def test_run_block_shows_status_evidence_cause_fix_and_sparkline():
     out = render(Diagnosis("runs/", [flat()]))
     lines = out.splitlines()
     assert lines[0].startswith("✖ CRITICAL  sweep/lr=1e-7/seed0")
-    assert "loss 2.301 → 2.298, slope -7e-7/step, p = 0.41" in out
+    assert "loss level 2.301 → 2.298, slope -7e-7/step, p = 0.41" in out
     assert "steps 0–4,000" in out
     assert "cause: flat cause one" in out and "or: flat cause two" in out
     assert "flat cause three" not in out  # only the top causes in the terminal
@@ -238,3 +238,28 @@ def test_summary_names_are_cut_so_that_they_stay_distinct():
     table = render(d, width=60).splitlines()[-5:-1]
     names = [line.split()[1] for line in table]
     assert len(set(names)) == 4 and all("…" in n for n in names)
+
+
+def test_evidence_reads_as_named_quantities_with_units():
+    ev = {
+        "val_best": 2.919, "val_best_step": 39, "val_end": 5.368, "val_relative_change": 0.839,
+        "max_robust_z": 2058.0, "split_half_r": 0.7325, "fraction_clipped": 1.0, "median_ratio": 70.62,
+        "slope_per_1k_steps": -1.154, "p_value": 1.4e-7, "spike_steps": [200, 1032],
+    }
+    text = evidence_text(ev)
+    assert "validation from its best 2.919 → 5.368, best val at step 39, validation change from its best +83.9%" in text
+    for phrase in ("largest spike 2,058 σ", "pattern repeat r 0.73", "steps clipped 100%", "median norm / threshold 70.62×",
+                   "slope -1.154 per 1k steps", "trend p = 1.4e-7", "spikes at steps 200, 1,032"):
+        assert phrase in text
+    assert evidence_text({"floor_at_fraction": 0.0004}) == "floor reached at 0.04%"  # never "0.0%" for a value that is not 0
+
+
+def test_every_evidence_key_the_rules_report_on_the_bundled_runs_has_words_and_docs():
+    """A new evidence key needs a name, a unit and a meaning in report/evidence.py (docs/json.md lists them)."""
+    from logdoctor.diagnose import analyze
+    from logdoctor.report.evidence import TERMS, term
+
+    used = {(f.code, key) for rd in analyze(SAMPLES).runs for f in rd.findings for key in f.evidence}
+    assert {key for code, key in used if term(key, code) is None} == set()
+    docs = (SAMPLES.parent / "docs" / "json.md").read_text()
+    assert [key for key in TERMS if f"`{key.split('.')[-1]}`" not in docs] == []

@@ -38,7 +38,7 @@ def _finding(i: int, f: Finding) -> list[str]:
     loc = ", ".join(p for p in (md_code(f.metric) if f.metric else "", step_range(f)) if p)
     if loc:
         lines.append(f"- **where:** {loc}")
-    items = evidence_items(f.evidence)
+    items = evidence_items(f.evidence, f.code)
     if items:
         lines.append("- **evidence:** " + ", ".join(f"{md_escape(k)} **{md_escape(v)}**" for k, v in items))
     if f.causes:

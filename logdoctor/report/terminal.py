@@ -87,7 +87,7 @@ def print_hanging(console: Console, prefix: Text | str, body: Text | str, indent
 def evidence_line(f: Finding, limit: int | None = TOP_EVIDENCE, located: bool = True) -> str:
     """Where the finding is (unless not `located`) and its first `limit` evidence items (all of
     them with None); the rest counted, not shown."""
-    items = evidence_items(f.evidence)
+    items = evidence_items(f.evidence, f.code)
     shown = items if limit is None else items[:limit]
     text = ", ".join(f"{k} = {v}" if len(k) <= 2 else f"{k} {v}" for k, v in shown)
     if len(items) > len(shown):

@@ -21,7 +21,9 @@ import numpy as np
 
 from ..model import SEVERITY_RANK, Finding, RunDiagnosis, Series
 from ..naming import middle_ellipsis  # noqa: F401 - the audit's table cuts names with it
+from ..numbers import fmt_num, percent
 from ..view import RunView
+from .evidence import PAIRS, term
 
 #: (suffix in a key, unit appended to the value)
 _UNIT_SUFFIXES = (
@@ -36,53 +38,10 @@ _UNIT_SUFFIXES = (
 _PAIRS = (("start", "end"), ("first", "last"), ("initial", "final"), ("before", "after"), ("from", "to"))
 _FRACTION_TOKENS = {"frac", "fraction", "share"}
 _STEP_TOKENS = {"step", "steps", "epoch", "epochs", "iteration", "iter", "count", "n", "points", "halvings"}
-_MAX_LIST = 6
 #: Evidence items in view per finding: rules list their most telling numbers first, and a wall of
 #: `key value` pairs hides them. The terminal counts the rest, HTML folds them, JSON and Markdown
 #: keep every item.
 TOP_EVIDENCE = 6
-
-
-def fmt_num(value: Any) -> str:
-    """A number as a person reads it: 2.301, 4,000, 7e-7, NaN; other values as str."""
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "no"
-    if isinstance(value, (int, np.integer)):
-        return f"{int(value):,}"
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        if math.isnan(v):
-            return "NaN"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        a = abs(v)
-        if a == 0:
-            return "0"
-        if a >= 1e6 or a < 1e-3:
-            return _sci(v)
-        if a >= 1000:
-            return f"{v:,.0f}"
-        if v.is_integer():
-            return f"{int(v):,}"
-        return f"{v:.4g}"
-    if isinstance(value, (list, tuple, np.ndarray)):
-        items = [fmt_num(x) for x in list(value)[:_MAX_LIST]]
-        more = len(value) - _MAX_LIST
-        return ", ".join(items) + (f" (+{more} more)" if more > 0 else "")
-    if isinstance(value, str):
-        return _numeric_string(value)
-    return str(value)
-
-
-def _sci(v: float) -> str:
-    """Compact scientific notation: 7e-7, 1.2e6 (no '+' or leading zeros)."""
-    mantissa, exp = f"{v:.1e}".split("e")
-    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exp)}"
-
-
-def _numeric_string(value: str) -> str:
-    """JSON turns inf/NaN into strings; render those like numbers."""
-    return {"nan": "NaN", "inf": "inf", "-inf": "-inf"}.get(value.lower(), value)
 
 
 def _label(key: str) -> str:
@@ -103,31 +62,85 @@ def _one(key: str, value: Any) -> tuple[str, str]:
             break
     if isinstance(value, (float, np.floating)) and _FRACTION_TOKENS & set(toks) and 0 <= float(value) <= 1:
         rest = [t for t in label.split("_") if t.lower() not in _FRACTION_TOKENS]
-        pct = 100 * float(value)
-        return _label("_".join(rest)) or "fraction", (f"{pct:.3g}%" if pct < 99.95 or pct == 100 else "99.9%+")
+        return _label("_".join(rest)) or "fraction", percent(float(value))
     if isinstance(value, (float, np.floating)) and set(toks) & _STEP_TOKENS and math.isfinite(float(value)):
         if float(value).is_integer():
             value = int(value)
     return _label(label), fmt_num(value) + unit
 
 
-def evidence_items(evidence: dict[str, Any]) -> list[tuple[str, str]]:
-    """The evidence dict as (label, formatted value) pairs, start/end pairs merged as 'a → b'."""
-    keys = list(evidence)
+def evidence_items(evidence: dict[str, Any], code: str | None = None) -> list[tuple[str, str]]:
+    """The evidence dict as (label, value with unit) pairs in words a person knows.
+
+    Keys the rules document (`report.evidence.TERMS`) get their name and number style
+    (`val_relative_change` 0.84 reads "validation change from its best +84%"), known pairs
+    read "a → b"; any other key (a replay probe's) is phrased from its name.
+    """
     used: set[str] = set()
     out: list[tuple[str, str]] = []
-    for key in keys:
+    for key, value in evidence.items():
         if key in used:
+            continue
+        used.add(key)
+        partner, label = PAIRS.get(key, (None, ""))
+        if partner in evidence and _scalar(value) and _scalar(evidence[partner]):
+            kind = term(key, code)[1]
+            used.add(partner)
+            out.append((label, f"{styled(value, kind)} → {styled(evidence[partner], kind)}"))
+            continue
+        known = term(key, code)
+        if known is not None:
+            out.append((known[0], styled(value, known[1])))
             continue
         pair = _pair_of(key, evidence)
         if pair:
             stem, other = pair
-            used.update((key, other))
-            out.append((_label(stem) or "value", f"{fmt_num(evidence[key])} → {fmt_num(evidence[other])}"))
+            used.add(other)
+            out.append((_label(stem) or "value", f"{fmt_num(value)} → {fmt_num(evidence[other])}"))
             continue
-        used.add(key)
-        out.append(_one(key, evidence[key]))
+        out.append(_one(key, value))
     return out
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating, str)) and not isinstance(value, bool)
+
+
+#: Number kinds that are the number with a unit around it.
+_UNIT_OF_KIND = {"times": "{}×", "sigmas": "{} σ", "per1k": "{} per 1k steps", "p": "p = {}"}
+
+
+def styled(value: Any, kind: str) -> str:
+    """A value in its kind's number style (see `report.evidence`): one style for every report."""
+    number = _number(value)
+    if number is None:
+        return fmt_num(value) if kind != "steps" else "steps " + fmt_num([int(v) for v in value] if isinstance(value, list) else value)
+    if not math.isfinite(number):
+        return fmt_num(number)
+    if kind in ("step", "count") and number.is_integer():
+        return ("step " if kind == "step" else "") + fmt_num(int(number))
+    if kind == "share":
+        return percent(number)
+    if kind == "change":
+        return ("+" if number > 0 else "") + percent(number)
+    if kind in _UNIT_OF_KIND:
+        return _UNIT_OF_KIND[kind].format(fmt_num(number))
+    if kind == "r":
+        return f"{number:.2f}"
+    if kind == "decades":
+        return f"{number:.1f} decades"
+    return fmt_num(value)
+
+
+def _number(value: Any) -> float | None:
+    """A numeric value as float (NaN/inf strings from a JSON round trip included), else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    if isinstance(value, str) and value.lower() in ("nan", "inf", "-inf"):
+        return float(value)
+    return None
 
 
 def _pair_of(key: str, evidence: dict[str, Any]) -> tuple[str, str] | None:
@@ -148,9 +161,9 @@ def _pair_of(key: str, evidence: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def evidence_text(evidence: dict[str, Any]) -> str:
-    """Evidence as one line: 'loss 2.301 → 2.298, slope -7e-7/step, p = 0.41'."""
-    return ", ".join(f"{label} = {value}" if len(label) <= 2 else f"{label} {value}" for label, value in evidence_items(evidence))
+def evidence_text(evidence: dict[str, Any], code: str | None = None) -> str:
+    """Evidence as one line: 'loss level 2.301 → 2.298, slope -7e-7/step, trend p = 0.41'."""
+    return ", ".join(f"{label} = {value}" if len(label) <= 2 else f"{label} {value}" for label, value in evidence_items(evidence, code))
 
 
 def step_range(finding: Finding) -> str:
