@@ -149,6 +149,8 @@ class RunDiagnosis:
     run: Run
     roles: dict[str, str]
     findings: list[Finding]
+    #: The did-it-learn judgement (`logdoctor.learning.Learning`), None where no judgement ran.
+    learning: Any = None
 
     @property
     def status(self) -> str:
@@ -166,6 +168,7 @@ class RunDiagnosis:
             "format": self.run.format,
             "roles": dict(self.roles),
             "status": self.status,
+            "learning": self.learning.to_json() if self.learning is not None else {"learned": None, "reason": "not judged"},
             "findings": [f.to_json() for f in self.findings],
             "warnings": list(self.run.warnings),
         }

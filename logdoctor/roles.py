@@ -69,6 +69,8 @@ _ACC = set().union(*_ACC_TIERS)
 #: Scores nobody computes on the training batches: validation when the name says no split.
 _EVAL_ONLY = (_ACC - _ACC_TIERS[0]) | {"top1"}
 _REWARD = {"reward", "rewards", "return", "returns", "rew", "episodereward", "episodereturn"}
+#: Preference-optimisation words (TRL's DPO logs `rewards/chosen`, `rewards/rejected`, `rewards/margins`).
+_PREFERENCE = {"chosen", "rejected", "margin", "margins"}
 #: Error rates (lower is better): word / character / translation error rate, `top1_err`, `error`.
 _ERR = {"wer", "cer", "ter", "mer", "err", "error", "errors", "errorrate"}
 #: Error rates nobody computes on training batches: validation when the name says no split.
@@ -202,7 +204,9 @@ def classify(name: str) -> str | None:
             split = "val"
         return "val_acc" if split in ("val", "test") else "train_acc"
     if any(t in _REWARD for t in toks) or any(t.endswith(("return", "reward")) for t in toks):
-        return "reward"
+        # DPO's implicit rewards (`rewards/chosen`, `rewards/margins`) score a supervised loss,
+        # not returns an RL policy collects: they make no run reinforcement learning
+        return None if _PREFERENCE & set(toks) else "reward"
     rest = [t for t in toks if t not in _TRAIN]
     if rest and rest[-1] in ("epoch", "epochs") and set(rest[:-1]) <= _EPOCH_NAMESPACE:  # not `epoch_time`
         return "epoch"

@@ -16,6 +16,9 @@ import polars as pl
 from .model import Run, Series
 from .roles import amp_scale_candidates, assign_roles, primary
 
+#: The roles whose constant parts give way to moving ones.
+LOSS_ROLES = ("train_loss", "val_loss")
+
 
 class RunView:
     def __init__(self, run: Run, role_overrides: dict[str, list[str]] | None = None):
@@ -38,9 +41,20 @@ class RunView:
 
     @cached_property
     def all_roles(self) -> dict[str, list[str]]:
-        """Role -> metric names, best first (a bare `scale` is told apart by its values)."""
+        """Role -> metric names, best first (a bare `scale` is told apart by its values).
+
+        A loss part that never moves (a one-class detector's class loss, 0 at every step) is
+        dropped from its loss role when another part of that role moves: it is no curve to
+        judge, neither the primary loss nor a finding. Alone in its role it stays: a constant
+        loss is then the run's loss, and the strongest sign that nothing learned."""
         amp = amp_scale_candidates(self._parts.keys(), self._values)
-        return assign_roles(self._parts.keys(), self.counts, self._overrides, amp)
+        found = assign_roles(self._parts.keys(), self.counts, self._overrides, amp)
+        for role in LOSS_ROLES:
+            names = found.get(role, [])
+            moving = [n for n in names if not _constant(self._values(n))]
+            if moving and len(moving) < len(names) and role not in self._overrides:
+                found[role] = moving
+        return found
 
     def _values(self, name: str) -> np.ndarray | None:
         series = self.metric(name)
@@ -73,6 +87,14 @@ class RunView:
         """Every metric given a role (e.g. one LR per param group)."""
         out = [self.metric(n) for n in self.all_roles.get(role, [])]
         return [s for s in out if s is not None]
+
+
+def _constant(values: np.ndarray | None) -> bool:
+    """Every finite value identical (at least two of them): a part that never moved."""
+    if values is None:
+        return False
+    ok = values[np.isfinite(values)]
+    return len(ok) >= 2 and bool(np.all(ok == ok[0]))
 
 
 def _normalise(name: str, steps: np.ndarray, values: np.ndarray) -> Series:

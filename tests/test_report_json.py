@@ -33,6 +33,9 @@ def check_contract(doc: dict) -> None:
     rank = {"critical": 0, "warning": 1, "not checked": 2, "healthy": 3}
     assert [rank[r["verdict"]] for r in doc["runs"]] == sorted(rank[r["verdict"]] for r in doc["runs"])
     for run in doc["runs"]:
+        assert run["learning"]["learned"] in (True, False, None) and isinstance(run["learning"]["reason"], str)
+        if run["learning"]["learned"] is False:
+            assert run["status"] != "healthy"
         severities = {f["severity"] for f in run["findings"]}
         expected = "critical" if "critical" in severities else "warning" if "warning" in severities else "healthy"
         assert run["status"] == expected

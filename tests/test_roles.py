@@ -65,7 +65,7 @@ REAL_WORLD_NAMES = {
     "HF Trainer (trainer_state.json, W&B) and TRL": [
         ("eval/loss", "val_loss"), ("eval_accuracy", "val_acc"), ("eval_f1", "val_acc"), ("eval_rouge1", "val_acc"),
         ("train/epoch", "epoch"), ("train/train_loss", "train_loss"), ("train/mean_token_accuracy", "train_acc"),
-        ("rewards/accuracies", "train_acc"), ("eval_rewards/accuracies", "val_acc"), ("rewards/chosen", "reward"),
+        ("rewards/accuracies", "train_acc"), ("eval_rewards/accuracies", "val_acc"), ("rewards/chosen", None), ("rewards/margins", None),
         ("objective/rlhf_reward", "reward"), ("eval_wer", "val_err"), ("val/top1_err", "val_err"), ("train_error", None), ("train_runtime", None), ("total_flos", None),
         ("train/global_step", None), ("train_samples_per_second", None), ("objective/kl", None), ("logps/chosen", None),
     ],

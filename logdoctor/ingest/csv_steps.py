@@ -112,11 +112,16 @@ def _usable(values: pl.Series, grain_: int) -> bool:
 
 def _restarts_each_epoch(frame: pl.DataFrame, counter: str, epoch: str) -> bool:
     """True when the counter fails to advance (goes back, or repeats: a progress bar's `50/50` at
-    every epoch's end) exactly where the epoch goes up, and the epoch never goes back."""
+    every epoch's end) where the epoch goes up, goes back nowhere else, and the epoch never goes
+    back. A repeat inside an epoch is a progress bar redrawn at the same batch, no restart."""
     pair = frame.select(pl.col(counter).cast(pl.Float64), pl.col(epoch).cast(pl.Float64)).drop_nulls()
-    moves = pair.select(back=pl.col(counter).diff() <= 0, rise=pl.col(epoch).diff() > 0, fall=pl.col(epoch).diff() < 0)
-    back = moves.get_column("back")
-    return bool(back.any()) and not moves.get_column("fall").any() and bool(moves.filter(back).get_column("rise").all())
+    moves = pair.select(
+        back=pl.col(counter).diff() < 0, same=pl.col(counter).diff() == 0,
+        rise=pl.col(epoch).diff() > 0, fall=pl.col(epoch).diff() < 0,
+    )
+    restarts = moves.filter(pl.col("rise") & (pl.col("back") | pl.col("same"))).height
+    stray = moves.filter(pl.col("back") & ~pl.col("rise")).height
+    return restarts > 0 and not stray and not moves.get_column("fall").any()
 
 
 def _global_step(frame: pl.DataFrame, counter: str, epoch: str) -> StepPlan:

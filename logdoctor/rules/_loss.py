@@ -12,9 +12,7 @@ toward a floor — it moves with the data the policy collects — so "flat",
 from __future__ import annotations
 
 from ..model import Series
-from ..view import RunView
-
-LOSS_ROLES = ("train_loss", "val_loss")
+from ..view import LOSS_ROLES, RunView
 
 
 def is_reinforcement(view: RunView) -> bool:

@@ -4,13 +4,12 @@ from __future__ import annotations
 import math
 
 from .. import curves
+from ..learning import class_count
 from ..model import Finding
 from ..view import RunView
 from ._loss import shape_loss
 from .base import Rule
 
-#: Config keys that give the number of classes (or tokens) a cross-entropy is taken over.
-CLASS_KEYS = ("num_classes", "num_labels", "n_classes", "nb_classes", "num_class", "n_labels", "vocab_size", "n_vocab")
 
 
 class InitLoss(Rule):
@@ -52,7 +51,7 @@ class InitLoss(Rule):
     }
 
     def check(self, view: RunView) -> list[Finding]:
-        k = _classes(view.run.config)
+        k = class_count(view.run.config)
         series = shape_loss(view, "train_loss")
         c = curves.curve(series)
         if k is None or c is None or c.start <= 0:
@@ -76,17 +75,3 @@ class InitLoss(Rule):
                 evidence={"loss_start": c.start, "classes": k, "ln_k": expected, "ratio_to_ln_k": ratio},
             )
         ]
-
-
-def _classes(config: dict) -> int | None:
-    """K from the first class-count key in a (possibly nested, dotted) config, when it is an int >= 2."""
-    for key, value in config.items():
-        name = str(key).lower().rsplit(".", 1)[-1].rsplit("/", 1)[-1]
-        if name in CLASS_KEYS:
-            try:
-                k = int(value)
-            except (TypeError, ValueError):
-                continue
-            if k >= 2 and float(value) == k:
-                return k
-    return None

@@ -1,0 +1,310 @@
+"""Did the run learn? The one judgement every run gets before it may be called healthy.
+
+Each rule looks for one failure shape, so all of them can stay silent on a run
+that went nowhere in a shape none of them knows: a loss that bounces
+2.3 -> 10 -> 2.4 is neither still enough to be flat nor steadily rising enough
+to diverge. This module asks the plain question first, for every run:
+
+* the primary loss (training, else validation) **ends no lower than it
+  started**, beyond the noise of the two levels, and neither the validation
+  loss nor the validation score improved beyond theirs (the start is the median of
+  the opening 3 %, the end of the closing tenth; a short series compares
+  single points). A log that begins mid-run (a paste whose epoch counter
+  starts well past 0) shows no start, so this test is left out there;
+* or it **ends at chance**: within a few percent of ln K, with K the class
+  count the run's config gives, or else the K its accuracy says (an accuracy
+  ending at 1/K, the loss agreeing: both at once, never one alone);
+* or its **task metric ends at zero** (accuracy, mAP, F1...: every one of its
+  closing points exactly 0);
+* or the training loss fell but the **validation loss never got below its
+  first evaluation** while the validation score did not improve either: the
+  run learned its training set and nothing else.
+
+Any of these makes the run one that did not learn, whatever else fired; the
+likeliest failure is then named and ranked first (`diagnose`): diverge when
+the loss rose well above its start and stayed there, oscillate when it
+bounces, flat when it sat still, crawl when it fell steadily but ended at
+chance, overfit when only validation never improved. Reinforcement-learning
+and adversarial (GAN) runs are not judged: their losses are not minimised
+toward a floor. Fewer than four finite points cannot be judged either. A run
+logging several parts of its loss learned while any part fell.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import curves
+from .model import Series
+from .roles import tokens
+from .view import RunView
+
+#: Config keys that give the number of classes (or tokens) a cross-entropy is taken over.
+CLASS_KEYS = ("num_classes", "num_labels", "n_classes", "nb_classes", "num_class", "n_labels", "vocab_size", "n_vocab")
+#: Generator-side and discriminator-side words of adversarial losses (`loss_G`, `D_A`, `errD`).
+_GENERATOR = {"g", "gen", "generator", "netg", "errg"}
+_DISCRIMINATOR = {"d", "disc", "discriminator", "netd", "errd"}
+#: Accuracy words whose chance level is 1/K (mAP, F1, BLEU have no such level).
+_ACCURACY = {"acc", "accuracy", "top1", "categoricalaccuracy", "sparsecategoricalaccuracy", "binaryaccuracy"}
+
+#: A primary loss needs this many finite points to be judged (a validation series three).
+MIN_POINTS = 4
+#: Levels closer than this many standard errors are the same level.
+LEVEL_Z = 2.0
+#: A loss within this share of ln K sits at chance.
+CHANCE_LOSS_TOLERANCE = 0.05
+#: An accuracy within this share of 1/K (or 0.03, whichever is larger) sits at chance.
+CHANCE_ACC_TOLERANCE = 0.2
+#: A loss that ends this share above its start (and beyond noise) rose and stayed: diverge.
+ROSE_SHARE = 0.05
+#: Point noise above this share of the loss's level: the loss bounces (oscillate).
+BOUNCE_SHARE = 0.08
+
+
+@dataclass(frozen=True)
+class Learning:
+    """The verdict with what it was read from (the evidence a finding carries)."""
+
+    #: True / False, or None when the run cannot be judged.
+    learned: bool | None
+    #: Why, in a few words: "ended no lower than it started", "ends at chance (ln 10)", ...
+    reason: str
+    #: The failure code the verdict names when the run did not learn.
+    code: str | None = None
+    series: Series | None = None
+    confidence: float = 0.0
+    steps: tuple[int, int] | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"learned": self.learned, "reason": self.reason, **({"code": self.code} if self.code else {})}
+
+
+@dataclass(frozen=True)
+class _Levels:
+    start: float
+    end: float
+    #: Standard error of end - start.
+    error: float
+    #: Point noise as a share of the level.
+    bounce: float
+    n: int
+    first_step: int
+    last_step: int
+
+
+def judge(view: RunView) -> Learning:
+    """Did this run learn? (see the module doc for the tests and the order they are tried in)."""
+    if view.series("reward") is not None:
+        return Learning(None, "reinforcement learning: the loss is not minimised toward a floor")
+    if is_adversarial(view):
+        return Learning(None, "adversarial losses hover by design")
+    loss = next((s for s in (view.series("train_loss"), view.series("val_loss")) if s is not None), None)
+    levels = _levels(loss, MIN_POINTS)
+    if loss is None or levels is None:
+        return Learning(None, "too few loss points to judge")
+    if _another_part_learned(view, loss):
+        return Learning(True, "a part of the loss fell beyond its noise")
+    evidence = {"loss_start": levels.start, "loss_end": levels.end, "level_error": levels.error}
+    steps = (levels.first_step, levels.last_step)
+    confidence = 0.7 + 0.25 * min(1.0, levels.n / 20)
+    no_lower = levels.end >= levels.start - LEVEL_Z * levels.error and not _validation_improved(view, loss)
+    window = no_lower and _starts_mid_run(view, loss)
+    if no_lower and not window:
+        rose = levels.end - levels.start > max(LEVEL_Z * levels.error, ROSE_SHARE * abs(levels.start))
+        blew_up = curves.nonfinite(loss) is not None
+        code = "diverge" if rose or blew_up else "oscillate" if levels.bounce > BOUNCE_SHARE else "flat"
+        reason = "rose above its start and stayed there" if rose else "ended no lower than it started"
+        return Learning(False, reason, code, loss, confidence, steps, evidence)
+    chance = _at_chance(view, levels.end)
+    if chance is not None:
+        reason, extra = chance
+        code = "crawl" if _still_falling(loss) else "flat"
+        return Learning(False, reason, code, loss, max(confidence, 0.85), steps, {**evidence, **extra})
+    metric = view.series("val_acc") or view.series("train_acc")
+    if metric is not None and _ends_at_zero(metric):
+        code = "crawl" if _still_falling(loss) else "flat"
+        extra = {"metric": metric.name, "metric_end": 0.0}
+        return Learning(False, f"{metric.name} ends at 0", code, loss, 0.85, steps, {**evidence, **extra})
+    if loss.name == (view.roles.get("train_loss")):
+        unseen = _validation_never_improved(view)
+        if unseen is not None:
+            return unseen
+    if window:
+        return Learning(None, "the log starts mid-run: its first point is no start", evidence=evidence)
+    return Learning(True, "the loss fell beyond its noise", evidence=evidence)
+
+
+def is_adversarial(view: RunView) -> bool:
+    """True when the run logs both generator-side and discriminator-side values (a GAN)."""
+    words = [set(tokens(name)) for name in view.counts]
+    return any(w & _GENERATOR for w in words) and any(w & _DISCRIMINATOR for w in words)
+
+
+def class_count(config: dict) -> int | None:
+    """K from the first class-count key in a (possibly nested, dotted) config, when it is an int >= 2."""
+    for key, value in config.items():
+        name = str(key).lower().rsplit(".", 1)[-1].rsplit("/", 1)[-1]
+        if name in CLASS_KEYS:
+            try:
+                k = int(value)
+            except (TypeError, ValueError):
+                continue
+            if k >= 2 and float(value) == k:
+                return k
+    return None
+
+
+def _levels(series: Series | None, min_points: int = 3) -> _Levels | None:
+    if series is None:
+        return None
+    ok = series.finite
+    y, steps = series.values[ok], series.steps[ok]
+    n = len(y)
+    if n < min_points:
+        return None
+    # the start is read from few points (a steep first fall is over within the opening tenth),
+    # the end from the closing tenth
+    k_start, k_end = min(20, max(1, round(0.03 * n))), max(1, round(0.1 * n))
+    start, end = float(np.median(y[:k_start])), float(np.median(y[-k_end:]))
+    sigma = max(curves.noise_sigma(y), curves.quantum(y) / 2)
+    error = sigma * math.sqrt(1.0 / k_start + 1.0 / k_end)
+    level = max(abs(float(np.median(y))), 1e-12)
+    return _Levels(start, end, error, sigma / level, n, int(steps[0]), int(steps[-1]))
+
+
+def _another_part_learned(view: RunView, loss: Series) -> bool:
+    """A run logging several parts of its loss (box, class, pose) learns while any part falls:
+    a solved part sits still beside one still learning. A logged total, when there is one, is
+    the primary and speaks for all."""
+    role = "train_loss" if loss.name == view.roles.get("train_loss") else "val_loss"
+    for other in view.all_series(role):
+        if other.name == loss.name or "total" in tokens(other.name):
+            continue
+        levels = _levels(other, MIN_POINTS)
+        if levels is not None and levels.end < levels.start - LEVEL_Z * levels.error:
+            return True
+    return False
+
+
+def _validation_improved(view: RunView, loss: Series) -> bool:
+    """A noisy training loss can hide learning its validation loss or score shows beyond noise."""
+    if loss.name != view.roles.get("train_loss"):
+        return False
+    for role, sign in (("val_loss", -1.0), ("val_acc", 1.0)):
+        levels = _levels(view.series(role))
+        if levels is not None and sign * (levels.end - levels.start) > LEVEL_Z * levels.error:
+            return True
+    return False
+
+
+def _starts_mid_run(view: RunView, loss: Series) -> bool:
+    """The logged epoch counter is already past a quarter of its last value at the loss's first
+    point: the log is a window of a longer run, and its first point is no start."""
+    epoch = view.series("epoch")
+    if epoch is None:
+        return False
+    at = curves.values_at(epoch, loss.steps[[0, -1]].astype(np.float64))
+    if not np.all(np.isfinite(at)):
+        at = epoch.values[epoch.finite][[0, -1]] if epoch.finite.sum() >= 2 else at
+    first, last = float(at[0]), float(at[-1])
+    return bool(np.isfinite(first) and np.isfinite(last) and last > 0 and first > 0.25 * last)
+
+
+def _at_chance(view: RunView, loss_end: float) -> tuple[str, dict[str, Any]] | None:
+    """'ends at chance' with its numbers, when the loss sits at ln K for the run's K."""
+    k = class_count(view.run.config)
+    accuracy = _accuracy_end(view)
+    if k is None and accuracy is not None and 0 < accuracy <= 0.55:
+        k = round(1 / accuracy)
+        if k < 2 or abs(accuracy - 1 / k) > max(0.03, CHANCE_ACC_TOLERANCE / k):
+            return None
+    elif k is not None and accuracy is not None and accuracy > 1 / k + max(0.03, CHANCE_ACC_TOLERANCE / k):
+        return None  # the accuracy beat chance: the loss only looks like ln K
+    if k is None:
+        return None
+    chance = math.log(k)
+    if abs(loss_end - chance) > CHANCE_LOSS_TOLERANCE * chance:
+        return None
+    extra: dict[str, Any] = {"classes": k, "ln_k": chance}
+    if accuracy is not None:
+        extra["accuracy_end"] = accuracy
+    return f"ends at chance (ln {k} = {chance:.3g})", extra
+
+
+def _accuracy_end(view: RunView) -> float | None:
+    """The end level of the run's plain accuracy (a share; percentages divided by 100), if any."""
+    for role in ("val_acc", "train_acc"):
+        series = view.series(role)
+        if series is None or not (set(tokens(series.name)) & _ACCURACY or "accuracy" in series.name.lower()):
+            continue
+        y = series.values[series.finite]
+        if len(y) < 2:
+            continue
+        end = curves.level(y, "end", min_points=1)
+        return end / 100 if np.nanmax(y) > 1.0 else end
+    return None
+
+
+def _ends_at_zero(series: Series) -> bool:
+    y = series.values[series.finite]
+    if len(y) < 3 or np.any(y < 0):
+        return False
+    tail = y[-max(2, round(0.1 * len(y))):]
+    return bool(np.all(tail == 0.0))
+
+
+def _still_falling(series: Series) -> bool:
+    """The loss's last third still lies clearly below its middle third: it is crawling, not stuck."""
+    y = series.values[series.finite]
+    third = len(y) // 3
+    if third < 2:
+        return False
+    middle, last = y[third : 2 * third], y[2 * third :]
+    error = max(curves.noise_sigma(y), 1e-12) * math.sqrt(1 / len(middle) + 1 / len(last))
+    return float(np.median(middle) - np.median(last)) > 3 * error
+
+
+def _fell_over(train: Series | None, span: np.ndarray) -> bool:
+    """The training loss fell beyond its noise between the two steps of `span`."""
+    if train is None:
+        return False
+    ok = train.finite
+    steps, y = train.steps[ok], train.values[ok]
+    before, after = y[steps <= span[0]], y[steps >= span[1]]
+    if not len(before) or not len(after):
+        return False
+    k = max(1, min(len(before), len(after), round(0.05 * len(y))))
+    error = max(curves.noise_sigma(y), 1e-12) * math.sqrt(2.0 / k)
+    return float(np.median(before[-k:]) - np.median(after[-k:])) > LEVEL_Z * error
+
+
+def _validation_never_improved(view: RunView) -> Learning | None:
+    """Training fell, validation never got below its first evaluation and its score never rose."""
+    val = view.series("val_loss")
+    levels = _levels(val)
+    if val is None or levels is None:
+        return None
+    first = float(val.values[val.finite][0])
+    rest = val.values[val.finite][1:]
+    if not _fell_over(view.series("train_loss"), val.steps[val.finite][[0, -1]]):
+        return None  # training stalled over the same span: a stall, not memorisation
+    if float(np.min(rest)) < first - LEVEL_Z * levels.error * math.sqrt(2.0):
+        return None
+    score = view.series("val_acc")
+    score_levels = _levels(score)
+    if score_levels is not None and score_levels.end > score_levels.start + LEVEL_Z * score_levels.error:
+        return None
+    evidence = {"loss_start": first, "loss_end": levels.end, "val_loss_best": float(np.min(rest))}
+    return Learning(
+        False,
+        "validation never got below its first evaluation",
+        "overfit",
+        val,
+        0.7 + 0.2 * min(1.0, levels.n / 10),
+        (levels.first_step, levels.last_step),
+        evidence,
+    )

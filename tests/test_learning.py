@@ -1,0 +1,184 @@
+"""The did-it-learn judgement: a run that never learned is never called healthy.
+
+The corpus test is the contract, over every labelled corpus there is
+(sample_runs/, and the real runs by other people in ../shared when present):
+a run whose primary loss ends no lower than it started, by a plain reading
+independent of the judgement's noise model, is never healthy, and its first
+finding names a failure to learn. The synthetic cases pin the judgement's
+parts (which code a shape gets, chance from an accuracy, a metric at zero,
+validation that never improved) and what is left unjudged (RL, GANs, a log
+that starts mid-run).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from logdoctor.config import Config
+from logdoctor.diagnose import NOT_LEARNED, analyze, diagnose_run
+from logdoctor.learning import judge
+from logdoctor.model import Run, tidy
+from logdoctor.view import RunView
+
+ROOT = Path(__file__).parents[1]
+SHARED = Path(__file__).parents[2] / "shared"
+CORPORA = [ROOT / "sample_runs", SHARED / "real-logs-dev" / "runs", SHARED / "real-logs-dev-text" / "runs", SHARED / "real-logs", SHARED / "external-curves"]
+RNG = np.random.default_rng(5)
+LEARNING_FAILURES = {code for codes in NOT_LEARNED.values() for code in codes}
+
+
+def synthetic(metrics: dict[str, tuple], config: dict | None = None) -> Run:
+    frames = [
+        pl.DataFrame({"metric": [name] * len(s), "step": np.asarray(s, dtype=np.int64), "value": np.asarray(v, dtype=float)})
+        for name, (s, v) in metrics.items()
+    ]
+    return Run("synthetic", "synthetic", "synthetic", scalars=tidy(pl.concat(frames)), config=config or {})
+
+
+def plainly_no_lower(values: np.ndarray) -> bool:
+    """The plain reading: the median of the closing tenth at or above the first logged value's
+    neighbourhood (median of the opening 3 %), with a margin of the series' own spread. A run
+    ended no lower when every loss it logs (each part, training and validation) did."""
+    y = values[np.isfinite(values)]
+    if len(y) < 3:
+        return False
+    start = float(np.median(y[: max(1, round(0.03 * len(y)))]))
+    end = float(np.median(y[-max(1, round(0.1 * len(y))) :]))
+    return end >= start + 0.1 * float(np.std(y))
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda p: p.parent.name if p.name == "runs" else p.name)
+def test_no_run_that_ended_no_lower_than_it_started_is_healthy(corpus):
+    if not corpus.is_dir():
+        pytest.skip(f"{corpus} not present")
+    checked = 0
+    for folder in sorted(p for p in corpus.iterdir() if p.is_dir()):
+        for result in analyze(folder).runs:
+            loss_name = result.roles.get("train_loss") or result.roles.get("val_loss")
+            if loss_name is None or result.learning.learned is None:
+                continue  # RL, GAN, a mid-run window: not judged (and said so in the JSON)
+            view = RunView(result.run)
+            losses = [s for role in ("train_loss", "val_loss") for s in view.all_series(role)]
+            if not losses or not all(plainly_no_lower(s.values) for s in losses):
+                continue
+            checked += 1
+            assert result.learning.learned is False, f"{folder.name}: {loss_name} ended no lower, judged {result.learning}"
+            assert result.status != "healthy", f"{folder.name}: never learned but healthy"
+            assert result.findings[0].code in LEARNING_FAILURES | {"lr_schedule_mismatch", "scaler_collapse"}, (
+                f"{folder.name}: first finding {result.findings[0].code}"
+            )
+    assert checked or corpus.name != "sample_runs", "sample_runs/ must hold runs that never learned"
+
+
+def _judged(metrics: dict[str, tuple], config: dict | None = None):
+    run = synthetic(metrics, config)
+    return judge(RunView(run)), diagnose_run(run, Config())
+
+
+STEPS = np.arange(0, 2000, 10)
+
+
+def test_a_loss_that_bounces_back_to_its_start_did_not_learn_and_is_named_oscillate():
+    """The issue's lr sweep: SGD at lr 3, ten classes, loss 2.3 -> bouncing between 2 and 10 -> 2.4."""
+    loss = 2.3 + np.abs(RNG.normal(0, 2.5, len(STEPS)))
+    loss[0] = 2.3
+    loss[-20:] = 2.4 + np.abs(RNG.normal(0, 0.3, 20))
+    learning, result = _judged({"train_loss": (STEPS, loss)})
+    assert learning.learned is False and learning.code == "oscillate"
+    assert result.status == "critical" and result.findings[0].code == "oscillate"
+    assert "did not learn" in result.findings[0].title
+
+
+def test_a_loss_that_rose_well_above_its_start_and_stayed_is_named_diverge():
+    loss = np.r_[np.full(50, 2.3), np.linspace(2.3, 7.5, 50), np.full(100, 7.5)] + RNG.normal(0, 0.05, 200)
+    learning, _ = _judged({"train_loss": (STEPS, loss)})
+    assert (learning.learned, learning.code) == (False, "diverge")
+
+
+def test_a_loss_that_sat_still_is_named_flat():
+    learning, result = _judged({"train_loss": (STEPS, 0.6931 + RNG.normal(0, 0.002, len(STEPS)))})
+    assert (learning.learned, learning.code) == (False, "flat")
+    assert result.findings[0].code == "flat"
+
+
+def test_a_loss_at_ln2_with_accuracy_at_half_sits_at_chance_even_though_it_fell_a_little():
+    loss = np.linspace(0.75, 0.69, len(STEPS)) + RNG.normal(0, 0.003, len(STEPS))
+    acc = 0.5 + RNG.normal(0, 0.01, 20)
+    learning, result = _judged({"train_loss": (STEPS, loss), "val_acc": (STEPS[::10], acc)})
+    assert learning.learned is False and "chance (ln 2" in learning.reason
+    assert result.status != "healthy"
+
+
+def test_the_same_loss_with_an_accuracy_far_above_chance_learned():
+    loss = np.linspace(0.75, 0.69, len(STEPS)) + RNG.normal(0, 0.003, len(STEPS))
+    learning, _ = _judged({"train_loss": (STEPS, loss), "val_acc": (STEPS[::10], np.linspace(0.6, 0.9, 20))})
+    assert learning.learned is True
+
+
+def test_the_config_class_count_gives_chance_without_an_accuracy():
+    loss = 2.40 * np.exp(-STEPS / 300) * 0.05 + math.log(10) + RNG.normal(0, 0.002, len(STEPS))
+    learning, _ = _judged({"train_loss": (STEPS, loss)}, {"model.num_classes": 10})
+    assert learning.learned is False and learning.evidence["classes"] == 10
+
+
+def test_a_task_metric_that_ends_at_zero_did_not_learn():
+    """A detector whose training loss falls while its mAP ends at exactly 0."""
+    loss = 2.0 * np.exp(-STEPS / 500) + 0.1 + RNG.normal(0, 0.005, len(STEPS))
+    learning, result = _judged({"train_loss": (STEPS, loss), "metrics/mAP50(B)": (STEPS[::20], np.zeros(10))})
+    assert learning.learned is False and "ends at 0" in learning.reason
+    assert result.status != "healthy"
+
+
+def test_validation_that_never_got_below_its_first_evaluation_while_training_fell_is_overfit():
+    train = 2.0 * np.exp(-STEPS / 400) + 0.05 + RNG.normal(0, 0.01, len(STEPS))
+    evals = STEPS[::20]
+    val = 1.3 + 0.002 * np.arange(10) ** 2 + RNG.normal(0, 0.01, 10)
+    val[0] = 1.25
+    learning, result = _judged({"train_loss": (STEPS, train), "val_loss": (evals, val)})
+    assert (learning.learned, learning.code) == (False, "overfit")
+    assert result.findings[0].code == "overfit"
+
+
+def test_a_falling_loss_learned_and_adds_nothing():
+    loss = 2.3 * np.exp(-STEPS / 400) + 0.2 + RNG.normal(0, 0.02, len(STEPS))
+    learning, result = _judged({"train_loss": (STEPS, loss)})
+    assert learning.learned is True and result.status == "healthy"
+
+
+@pytest.mark.parametrize(
+    "extra, reason",
+    [
+        ({"rollout/ep_rew_mean": (STEPS, np.linspace(0, 200, len(STEPS)))}, "reinforcement"),
+        ({"loss_D": (STEPS, np.full(len(STEPS), 0.7)), "loss_G": (STEPS, np.full(len(STEPS), 1.2))}, "adversarial"),
+        ({"epoch": (STEPS, np.linspace(3.0, 4.0, len(STEPS)))}, "judged"),
+    ],
+    ids=["rl", "gan", "mid-run window"],
+)
+def test_runs_whose_loss_has_no_floor_or_no_start_are_not_judged_on_its_level(extra, reason):
+    flat = {"train_loss": (STEPS, 0.5 + RNG.normal(0, 0.01, len(STEPS)))}
+    learning, _ = _judged({**flat, **extra})
+    assert learning.learned is not False
+
+
+def test_the_judgement_is_in_the_json():
+    learning, result = _judged({"train_loss": (STEPS, 0.6931 + RNG.normal(0, 0.002, len(STEPS)))})
+    assert result.to_json()["learning"] == {"learned": False, "reason": "ended no lower than it started", "code": "flat"}
+
+
+def test_a_constant_zero_loss_part_is_not_the_primary_loss_nor_a_finding():
+    """A one-class detector: its class loss is 0 at every step, train and validation."""
+    evals = STEPS[::20]
+    metrics = {
+        "train/box_loss": (STEPS, 0.1 * np.exp(-STEPS / 500) + 0.02 + RNG.normal(0, 0.001, len(STEPS))),
+        "train/cls_loss": (STEPS, np.zeros(len(STEPS))),
+        "val/box_loss": (evals, np.linspace(0.06, 0.035, 10)),
+        "val/cls_loss": (evals, np.zeros(10)),
+    }
+    run = synthetic(metrics)
+    view = RunView(run)
+    assert view.all_roles["train_loss"] == ["train/box_loss"] and view.all_roles["val_loss"] == ["val/box_loss"]
+    assert diagnose_run(run, Config()).status == "healthy"
