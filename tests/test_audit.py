@@ -17,7 +17,7 @@ from logdoctor.cli import app
 from logdoctor.config import Config
 
 LINK_KEYS = {"param", "condition", "failing", "total", "codes", "text"}
-RUN_KEYS = {"run", "path", "format", "roles", "status", "verdict", "findings", "warnings"}
+RUN_KEYS = {"run", "path", "format", "roles", "status", "verdict", "learning", "findings", "warnings"}
 
 
 def write_run(folder: Path, lr: float, seed: int, steps: int = 400) -> None:

@@ -131,7 +131,7 @@ def test_replay_command_json_and_exit_codes(demo):
     assert doc["schema"] == "logdoctor.report/v1"
     (run,) = doc["runs"]
     assert run["format"] == "checkpoint/training_dict" and run["status"] == "warning"
-    assert set(run) == {"run", "path", "format", "roles", "status", "verdict", "findings", "warnings"}
+    assert set(run) == {"run", "path", "format", "roles", "status", "verdict", "learning", "findings", "warnings"}
     assert runner.invoke(app, ["replay", str(demo / "ckpt.pt"), "--fail-on", "warning", "-q"], env=WIDE).exit_code == 1
 
 

@@ -16,7 +16,9 @@ class Overfit(Rule):
     Symptom:
         The validation loss reaches a minimum and then climbs significantly
         (well beyond its own evaluation-to-evaluation noise and by a real
-        fraction of its best value) over several evaluations, while the
+        fraction of its best value) over several evaluations and at least a
+        tenth of them (a turn in the closing few percent of a long run is
+        not one to act on), while the
         training loss over the same steps keeps falling (or already sits near
         zero, far below the validation loss: a memorised training set has
         nowhere left to fall): the train/val gap widens. The climb is either a rising trend, or a step up that then
@@ -55,6 +57,9 @@ class Overfit(Rule):
     defaults = {
         "min_val_points": 5,
         "min_points_after_min": 3,
+        # ...and at least this share of the evaluations: a turn in the closing few percent of a long
+        # run (a last-epochs change of augmentation, the final LR steps) is no overfit to act on
+        "min_share_after_min": 0.1,
         "min_rise_relative": 0.05,
         "min_rise_noise": 3.0,
         "min_rise_tau": 0.3,
@@ -95,7 +100,7 @@ class Overfit(Rule):
         lo = max(0, i - half)
         i_min = lo + int(np.argmin(raw[lo : i + half + 1]))
         after = len(raw) - 1 - i_min
-        if after < self.params["min_points_after_min"]:
+        if after < max(self.params["min_points_after_min"], self.params["min_share_after_min"] * len(raw)):
             return []
         # the best smoothed level: at a zigzagging minimum the smoothed value at the raw low
         # echoes its high neighbours and would hide the rise
