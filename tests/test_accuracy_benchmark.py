@@ -96,3 +96,21 @@ def test_real_logs_dev_labels_are_read_as_faulty_and_healthy_runs_with_codes():
     assert all(v.main in v.fair and v.why for v in faulty.values())
     assert accuracy.runs_root(folder, labels) == folder / "runs"
     assert all((folder / "runs" / run_id).is_dir() for run_id in labels)
+
+
+def test_every_generated_run_has_a_family_and_a_label_in_known_codes():
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    from logdoctor.rules import all_rules
+
+    spec = importlib.util.spec_from_file_location("holdout_corpus", Path(accuracy.ROOT) / "benchmarks" / "holdout_corpus.py")
+    holdout = importlib.util.module_from_spec(spec)
+    sys.modules["holdout_corpus"] = holdout
+    spec.loader.exec_module(holdout)
+    cases = holdout.cases()
+    assert len({c.run_id for c in cases}) == len(cases)
+    labels = [accuracy.read_label(c.label()) for c in cases]
+    assert all(lab.family for lab in labels)
+    assert {c for lab in labels for c in lab.fair} <= set(all_rules())
+    families = {lab.family for lab in labels}
+    assert len(families) >= 10 and all(any(not lab.healthy for lab in labels if lab.family == f) for f in families)
