@@ -60,11 +60,15 @@ def _numeric_string(value: str) -> str:
 
 
 def percent(fraction: float) -> str:
-    """A fraction as a percentage in one style: 84%, 4.6%, 0.03%, 100%; never '0.0%' for a
-    value that is not zero (`<0.01%`), never '100%' for one that is not all (`99.9%+`)."""
+    """A fraction as a percentage in one style: whole percents from 10% (84%, 1,250%), one decimal
+    below (4.6%), two significant digits under 1% (0.65%, 0.031%); never '0.0%' for a value that
+    is not zero (`<0.01%`), never '100%' for one that is not all (`99.9%+`)."""
     pct = 100 * fraction
-    if pct == 0 or abs(pct) >= 0.01:
-        if 99.95 <= pct < 100:
-            return "99.9%+"
-        return f"{pct:.3g}%" if abs(pct) < 1000 else f"{fmt_num(round(pct))}%"
-    return "<0.01%" if pct > 0 else ">-0.01%"
+    size = abs(pct)
+    if pct != 0 and size < 0.01:
+        return "<0.01%" if pct > 0 else ">-0.01%"
+    if 99.5 <= pct < 100:
+        return "99.9%+" if pct >= 99.95 else f"{pct:.1f}%"
+    if size >= 10:
+        return f"{fmt_num(round(pct))}%"
+    return f"{pct:.1f}%" if size >= 1 else f"{pct:.2g}%"

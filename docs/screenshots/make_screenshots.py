@@ -1,17 +1,18 @@
-"""Regenerate the README screenshots from sample_runs/ (needs Chromium on PATH).
+"""Regenerate the screenshots of the README and docs/reports.md (needs Chromium on PATH).
 
     python docs/screenshots/make_screenshots.py
 
-Both show a showcase of the sample runs (the worst run per distinct top
-finding, plus a healthy one) so one screen holds the index and whole runs:
-
-* html-report.png: the top of the HTML report as headless Chromium renders it;
-* terminal-report.png: exactly what `logdoctor analyze` prints at 80 columns
-  for the same runs (the CLI's own renderer, exported by rich as SVG and
-  rasterised by Chromium).
+* terminal-quiet.png (README) and terminal-report.png (docs/reports.md): exactly
+  what the commands in `TERMINAL` print, run as a user runs them (colour forced,
+  100 columns), exported by rich as SVG and rasterised by Chromium;
+* html-report.png: the top of the HTML report of a showcase of the sample runs
+  (the worst run per distinct top finding, plus a healthy one) as headless
+  Chromium renders it.
 """
 from __future__ import annotations
 
+import io
+import os
 import shutil
 import subprocess
 import sys
@@ -19,14 +20,21 @@ import tempfile
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from logdoctor import analyze
 from logdoctor.report.html import render_html
-from logdoctor.report.terminal import render_terminal
 from logdoctor.report.text import by_severity
 
 HERE = Path(__file__).parent
-SAMPLES = HERE.parents[1] / "sample_runs"
+ROOT = HERE.parents[1]
+SAMPLES = ROOT / "sample_runs"
+#: Screenshot -> the command it shows (the same commands as the README and docs/reports.md).
+TERMINAL = {
+    "terminal-quiet.png": ["analyze", "sample_runs/", "-q"],
+    "terminal-report.png": ["analyze", "sample_runs/tb_overfit_charlm_tiny_subset"],
+}
+WIDTH = 100
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
@@ -55,6 +63,20 @@ def showcase(runs: list, problems: int = 5) -> list:
     return picked
 
 
+def terminal(args: list[str], png: Path, tmp: Path) -> None:
+    """Run `logdoctor ARGS` in a colour terminal of WIDTH columns and photograph what it printed."""
+    env = {**os.environ, "COLUMNS": str(WIDTH), "FORCE_COLOR": "1", "TERM": "xterm-256color", "PYTHONPATH": str(ROOT)}
+    env.pop("NO_COLOR", None)
+    out = subprocess.run([sys.executable, "-m", "logdoctor", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False).stdout
+    console = Console(record=True, width=WIDTH, force_terminal=True, color_system="truecolor", file=io.StringIO())
+    console.print(f"$ logdoctor {' '.join(args)}", style="bold", highlight=False)
+    console.print(Text.from_ansi(out.rstrip("\n")), soft_wrap=True)
+    lines = len(console.export_text(clear=False).splitlines())
+    svg = tmp / f"{png.stem}.svg"
+    svg.write_text(console.export_svg(title=f"logdoctor {' '.join(args)}"), encoding="utf-8")
+    shoot(svg, png, (1180, 60 + 21 * lines), tmp)
+
+
 def main() -> None:
     diagnosis = analyze(SAMPLES)
     diagnosis.runs = showcase(diagnosis.runs)
@@ -65,14 +87,9 @@ def main() -> None:
         page.write_text(render_html(diagnosis), encoding="utf-8")
         shoot(page, HERE / "html-report.png", (1100, 2300), tmp)
 
-        console = Console(record=True, width=80, force_terminal=True, color_system="truecolor", file=open("/dev/null", "w"))
-        console.print("$ logdoctor analyze sample_runs/", style="bold")
-        render_terminal(diagnosis, console)
-        lines = len(console.export_text(clear=False).splitlines())
-        svg = tmp / "terminal.svg"
-        svg.write_text(console.export_svg(title="logdoctor analyze sample_runs/"), encoding="utf-8")
-        shoot(svg, HERE / "terminal-report.png", (940, 60 + 21 * lines), tmp)
-    print("wrote", HERE / "html-report.png", "and", HERE / "terminal-report.png")
+        for name, args in TERMINAL.items():
+            terminal(args, HERE / name, tmp)
+    print("wrote", HERE / "html-report.png", *(HERE / name for name in TERMINAL))
 
 
 if __name__ == "__main__":

@@ -130,7 +130,7 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "threshold_key": ("from config key", "value", "the config key it was read from"),
     "fraction_clipped": ("steps clipped", "share", "share of steps whose gradient norm is above the threshold"),
     "median_norm": ("median grad norm", "level", "the median logged gradient norm"),
-    "median_ratio": ("median norm / threshold", "times", "how far above the threshold the typical norm is"),
+    "clip_saturation.median_ratio": ("median norm / threshold", "times", "how far above the threshold the typical norm is"),
     # grad_norm_trend
     "direction": ("direction", "value", "exploding or vanishing"),
     "early_norm": ("grad norm early", "level", "the gradient norm's level early in the run"),

@@ -227,16 +227,28 @@ def render_summary(diagnosis: Diagnosis, console: Console) -> None:
 
 def render_problem_lines(diagnosis: Diagnosis, console: Console) -> None:
     """`--quiet`: one line per run with a problem (or not checked): status mark, name, top finding
-    code and title (the title carries the headline number), cut to the console width."""
+    code and title (the title carries the headline number), in columns, cut to the console width.
+    The name column takes at most a third of the width (longer names cut, still distinct)."""
+    rows = []
     for rd in by_severity(diagnosis.runs):
         top = next((f for f in rd.findings if f.severity != "info"), None) or next(
             (f for f in rd.findings if f.code == "not_checked"), None
         )
-        if verdict(rd) == "healthy" or top is None:
-            continue
-        # where the output cannot encode the marks (PYTHONIOENCODING=ascii) the word says it
-        mark = VERDICT_MARK.get(verdict(rd), "?") if console.encoding.lower().startswith("utf") else verdict(rd).upper()
-        line = Text.assemble((mark, VERDICT_STYLE.get(verdict(rd), "")), " ", (rd.run.name, "bold"), "  ", (top.code, SEVERITY_STYLE.get(top.severity, "")), "  ", top.title)
+        if verdict(rd) != "healthy" and top is not None:
+            rows.append((rd, top))
+    if not rows:
+        return
+    name_w = min(max(len(rd.run.name) for rd, _ in rows), max(12, console.width // 3))
+    code_w = max(len(top.code) for _, top in rows)
+    names = fit_names([rd.run.name for rd, _ in rows], name_w)
+    # where the output cannot encode the marks (PYTHONIOENCODING=ascii) the word says it
+    marks = VERDICT_MARK if console.encoding.lower().startswith("utf") else {v: v.upper() for v in VERDICT_MARK}
+    for (rd, top), name in zip(rows, names):
+        v = verdict(rd)
+        line = Text.assemble(
+            (marks.get(v, "?"), VERDICT_STYLE.get(v, "")), " ", (name.ljust(name_w), "bold"), "  ",
+            (top.code.ljust(code_w), SEVERITY_STYLE.get(top.severity, "")), "  ", top.title,
+        )
         line.truncate(console.width, overflow="ellipsis")
         console.print(line, soft_wrap=True)
 
