@@ -55,7 +55,7 @@ def rank(findings: list[Finding], lead: Finding | None = None) -> list[Finding]:
             return
         visiting.add(id(f))
         for g in kept:
-            if g.severity != "info" and f.code in getattr(rules.get(g.code), "outranks", ()):
+            if g.severity != "info" and _explains(rules.get(g.code), g, f):
                 place(g, visiting)
         placed.add(id(f))
         ordered.append(f)
@@ -63,6 +63,16 @@ def rank(findings: list[Finding], lead: Finding | None = None) -> list[Finding]:
     for f in kept:
         place(f, set())
     return ordered
+
+
+def _explains(rule, cause: Finding, symptom: Finding) -> bool:
+    """`cause` is a root cause of `symptom`: its rule outranks the symptom's code (and, for rules
+    that say so, its finding starts no later than the symptom's)."""
+    if symptom.code not in getattr(rule, "outranks", ()):
+        return False
+    if getattr(rule, "explains_only_earlier", False) and cause.steps and symptom.steps:
+        return cause.steps[0] <= symptom.steps[0]
+    return True
 
 
 def diagnose_run(run: Run, config: Config, rules: list | None = None) -> RunDiagnosis:

@@ -40,13 +40,11 @@ import numpy as np
 from . import curves
 from .model import Series
 from .roles import tokens
+from .rules._loss import is_adversarial
 from .view import RunView
 
 #: Config keys that give the number of classes (or tokens) a cross-entropy is taken over.
 CLASS_KEYS = ("num_classes", "num_labels", "n_classes", "nb_classes", "num_class", "n_labels", "vocab_size", "n_vocab")
-#: Generator-side and discriminator-side words of adversarial losses (`loss_G`, `D_A`, `errD`).
-_GENERATOR = {"g", "gen", "generator", "netg", "errg"}
-_DISCRIMINATOR = {"d", "disc", "discriminator", "netd", "errd"}
 #: Accuracy words whose chance level is 1/K (mAP, F1, BLEU have no such level).
 _ACCURACY = {"acc", "accuracy", "top1", "categoricalaccuracy", "sparsecategoricalaccuracy", "binaryaccuracy"}
 
@@ -136,12 +134,6 @@ def judge(view: RunView) -> Learning:
     if window:
         return Learning(None, "the log starts mid-run: its first point is no start", evidence=evidence)
     return Learning(True, "the loss fell beyond its noise", evidence=evidence)
-
-
-def is_adversarial(view: RunView) -> bool:
-    """True when the run logs both generator-side and discriminator-side values (a GAN)."""
-    words = [set(tokens(name)) for name in view.counts]
-    return any(w & _GENERATOR for w in words) and any(w & _DISCRIMINATOR for w in words)
 
 
 def class_count(config: dict) -> int | None:

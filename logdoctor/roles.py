@@ -69,6 +69,11 @@ _ACC = set().union(*_ACC_TIERS)
 #: Scores nobody computes on the training batches: validation when the name says no split.
 _EVAL_ONLY = (_ACC - _ACC_TIERS[0]) | {"top1"}
 _REWARD = {"reward", "rewards", "return", "returns", "rew", "episodereward", "episodereturn"}
+#: Generator-side and discriminator-side words of adversarial (GAN) losses: `loss_G`, `D_A`, `errD`.
+GENERATOR = frozenset({"g", "gen", "generator", "netg", "errg"})
+DISCRIMINATOR = frozenset({"d", "disc", "discriminator", "netd", "errd"})
+#: CycleGAN's other printed parts (`cycle_A`, `idt_B`): loss terms with no `loss` in their names.
+_GAN_TERMS = {"cycle", "idt"}
 #: Preference-optimisation words (TRL's DPO logs `rewards/chosen`, `rewards/rejected`, `rewards/margins`).
 _PREFERENCE = {"chosen", "rejected", "margin", "margins"}
 #: Error rates (lower is better): word / character / translation error rate, `top1_err`, `error`.
@@ -172,6 +177,20 @@ def _is_lossy(toks: list[str]) -> bool:
     return "losses" in toks and all(t in _VAL | _TEST | _TRAIN | _EXTRA_LOSS_PARTS or t == "losses" for t in toks)
 
 
+def is_adversarial_part(name: str) -> bool:
+    """A generator's or discriminator's loss by name (`G_A`, `loss_D`, `errG`, `disc_loss`)."""
+    return _is_gan_part(tokens(name)) and bool(set(tokens(name)) & (GENERATOR | DISCRIMINATOR))
+
+
+def _is_gan_part(toks: list[str]) -> bool:
+    """A GAN loss term printed without a `loss` word: a side word (`G`, `D`, `errD`) or a CycleGAN
+    term (`cycle`, `idt`), alone or with one domain letter or `loss` (`D_A`, `loss_G`, `cycle_B`)."""
+    if not toks or len(toks) > 2 or not set(toks) & (GENERATOR | DISCRIMINATOR | _GAN_TERMS):
+        return False
+    rest = [t for t in toks if t not in GENERATOR | DISCRIMINATOR | _GAN_TERMS]
+    return all(len(t) == 1 or t in ("loss", "err") for t in rest) and (toks[0] not in _GAN_TERMS or len(toks) == 2)
+
+
 def classify(name: str) -> str | None:
     """The role a single metric name suggests by itself, or None."""
     toks = tokens(name)
@@ -184,6 +203,8 @@ def classify(name: str) -> str | None:
     if _is_lr(toks, name):
         return "lr"
     split = _split(toks)
+    if _is_gan_part(toks):
+        return "train_loss"  # CycleGAN prints `D_A: 0.23 G_A: 0.48 cycle_A: 2.49 idt_A: 1.00`
     # the objective under other names (`objective`, `train_cost`, `val_mse`); a Keras-style `mse`
     # metric next to `loss` stays second: `_preference` ranks the plain loss first
     if (_is_lossy(toks) or toks[-1] in ("nll", "ce", "xent", "objective", "cost", "mse", "rmse", "mae")) and toks[-1] not in _SETTING:
@@ -234,7 +255,8 @@ def _preference(name: str, counts: dict[str, int]) -> tuple:
     epoch_level = "epoch" in toks
     split = _split(toks)
     # a role both splits can fill (reward, epoch): the training curve first, test last
-    return (split == "test", split == "val", not total, _acc_tier(name, toks), len(extra), epoch_level, -counts.get(name, 0), len(name), name)
+    # an adversarial part hovers by design: any other loss part is a better primary
+    return (split == "test", split == "val", not total, is_adversarial_part(name), _acc_tier(name, toks), len(extra), epoch_level, -counts.get(name, 0), len(name), name)
 
 
 def amp_scale_candidates(metrics: Iterable[str], values_of: Callable[[str], np.ndarray | None]) -> set[str]:

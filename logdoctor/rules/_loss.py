@@ -7,11 +7,13 @@ epoch_jumps) so they agree on the series they judge. Not a rule module
 Reinforcement-learning runs (a reward / return is logged) are left out of
 the shape judgements: a policy-gradient or critic loss is not minimised
 toward a floor — it moves with the data the policy collects — so "flat",
-"crawl" or "rising" say nothing about the run. A NaN is still a NaN there.
+"crawl" or "rising" say nothing about the run. A NaN is still a NaN there. The same
+holds for a GAN's generator and discriminator losses.
 """
 from __future__ import annotations
 
 from ..model import Series
+from ..roles import DISCRIMINATOR, GENERATOR, tokens
 from ..view import LOSS_ROLES, RunView
 
 
@@ -20,9 +22,16 @@ def is_reinforcement(view: RunView) -> bool:
     return view.series("reward") is not None
 
 
+def is_adversarial(view: RunView) -> bool:
+    """True when the run logs both generator-side and discriminator-side values (a GAN): its
+    generator and discriminator losses hover by design, each the other's opponent."""
+    words = [set(tokens(name)) for name in view.counts]
+    return any(w & GENERATOR for w in words) and any(w & DISCRIMINATOR for w in words)
+
+
 def shape_loss(view: RunView, role: str) -> Series | None:
-    """The loss of `role` when its shape means something (not an RL run), else None."""
-    if is_reinforcement(view):
+    """The loss of `role` when its shape means something (not an RL run, not a GAN), else None."""
+    if is_reinforcement(view) or is_adversarial(view):
         return None
     series = view.series(role)
     return series if series is not None and len(series) else None

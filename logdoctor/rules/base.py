@@ -69,6 +69,9 @@ class Rule:
     defaults: ClassVar[dict[str, Any]] = {}
     #: Codes this rule's finding explains: it is ranked before them (root cause first).
     outranks: ClassVar[tuple[str, ...]] = ()
+    #: True when this rule explains an `outranks` code only if its finding starts no later than
+    #: the symptom's (a spike after the validation loss turned cannot have turned it).
+    explains_only_earlier: ClassVar[bool] = False
     #: Codes made redundant when this rule fires (a diverged run is not also oscillating).
     suppresses: ClassVar[tuple[str, ...]] = ()
 

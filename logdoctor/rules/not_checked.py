@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..model import Finding
 from ..view import RunView
-from ._loss import is_reinforcement, loss_series
+from ._loss import is_adversarial, is_reinforcement, loss_series
 from .base import Rule
 
 
@@ -14,7 +14,7 @@ class NotChecked(Rule):
         No loss series is logged under a name the roles recognise (a
         reward-only RL run, a run that logs only accuracy), or the loss has
         fewer points than the shape rules need (a single end-of-run
-        value), or the run logs a reward, so its losses are checked for
+        value), or the run logs a reward or is a GAN, so its losses are checked for
         NaN / inf only (an RL loss is not minimised toward a floor). An
         info finding: it never makes a run a warning, but the reports label
         a run that no rule could judge `NOT CHECKED` rather than `HEALTHY`.
@@ -30,7 +30,7 @@ class NotChecked(Rule):
     Example:
         An MLflow run logs `loss` once, at its last step: 1 point, so no
         rule can say whether it learned. Evidence `checked` says what was
-        judged: `nothing`, or `NaN / inf only` for an RL run.
+        judged: `nothing`, or `NaN / inf only` for an RL or GAN run.
     """
 
     code = "not_checked"
@@ -50,6 +50,8 @@ class NotChecked(Rule):
             return [self._finding(main, f"not checked: too few points ({points}) to judge the loss", checked="nothing", points=points)]
         if is_reinforcement(view):
             return [self._finding(main, "loss shape not judged: the run logs a reward (RL), and its losses are not minimised toward a floor", checked="NaN / inf only")]
+        if is_adversarial(view):
+            return [self._finding(main, "loss shape not judged: a GAN's generator and discriminator losses hover by design, each the other's opponent", checked="NaN / inf only")]
         return []
 
     def _finding(self, series, title: str, **evidence) -> Finding:

@@ -47,6 +47,7 @@ class Spike(Rule):
     severity = "warning"
     #: each spike kicks the weights: a validation loss that climbs after them is their echo
     outranks = ("overfit",)
+    explains_only_earlier = True
     defaults = {
         "min_points": 20,
         # Hampel: robust sigmas above the rolling median of the bucket maxima
