@@ -156,3 +156,22 @@ def test_files_that_are_not_training_logs_are_left_alone(tmp_path, text):
     (tmp_path / "notes.txt").write_text(text)
     runs, errors = load_runs(tmp_path)
     assert runs == [] and errors == []
+
+
+def test_cyclegan_loss_log_is_read_and_its_gan_losses_are_not_judged_by_shape(tmp_path):
+    """pytorch-CycleGAN-and-pix2pix's loss_log.txt: no `loss` word anywhere, the iteration restarts
+    each epoch; the generator / discriminator losses hover by design, so no shape rule judges them."""
+    from logdoctor.config import Config
+    from logdoctor.diagnose import diagnose_run
+
+    lines = ["================ Training Loss (Sat Jun  6 16:47:21 2020) ================"]
+    for epoch in range(1, 6):
+        for it in (100, 200, 300):
+            d, g = 0.25 - 0.01 * epoch + 0.01 * (it % 200 == 0), 0.45 + 0.05 * (it % 300 == 0)
+            lines.append(f"(epoch: {epoch}, iters: {it}, time: 0.261, data: 0.004) D_A: {d:.3f} G_A: {g:.3f} "
+                         f"cycle_A: {2.0 - 0.3 * epoch:.3f} idt_A: {0.9 - 0.1 * epoch:.3f} ")
+    run = _run(tmp_path, lines, "loss_log.txt")
+    assert len(series(run, "d_a")) == 15 and series(run, "cycle_a").values[-1] < series(run, "cycle_a").values[0]
+    result = diagnose_run(run, Config())
+    assert result.learning.learned is None and result.status == "healthy"
+    assert [f.code for f in result.findings] == ["not_checked"]

@@ -109,3 +109,14 @@ def test_training_instability_outranks_the_validation_rise_it_causes():
     for cause in ("oscillate", "spike"):
         findings = [finding("overfit", "warning", 0.98), finding(cause, "warning", 0.6)]
         assert order(findings) == [cause, "overfit"]
+
+
+def test_a_spike_explains_an_overfit_only_when_it_came_before_the_validation_turned():
+    """Spikes kick the weights, so a validation loss that climbs after them is their echo; a spike
+    that comes after the validation loss already turned cannot have turned it."""
+    def at(code, first, last, confidence):
+        return Finding(code=code, severity="warning", confidence=confidence, title=code, metric=None, steps=(first, last))
+
+    overfit = at("overfit", 675, 2599, 0.99)
+    assert order([overfit, at("spike", 300, 1800, 0.7)]) == ["spike", "overfit"]
+    assert order([overfit, at("spike", 1859, 1859, 0.7)]) == ["overfit", "spike"]
