@@ -186,7 +186,7 @@ def exit_code(statuses: list[str], fail_on: FailOn) -> int:
 
 @app.command()
 def analyze(
-    path: Path = typer.Argument(..., help="A run folder, a log file, or a folder of many runs."),
+    path: Path = typer.Argument(..., help="A run folder, a log file, a folder of many runs, or - for a console log on stdin."),
     fmt: Optional[OutputFormat] = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help=_OUTPUT_HELP),
     select: Optional[str] = typer.Option(None, help="Only these rule codes (comma-separated)."),
@@ -485,7 +485,7 @@ def _trimmed(draw, like=None, width: int = 100) -> str:
 
 @app.command()
 def inspect(
-    path: Path = typer.Argument(..., help="A run folder, a log file, or a folder of many runs."),
+    path: Path = typer.Argument(..., help="A run folder, a log file, a folder of many runs, or - for a console log on stdin."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
     fmt: ListFormat = typer.Option(ListFormat.terminal, "--format", "-f", help="terminal or json."),
 ) -> None:

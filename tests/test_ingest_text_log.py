@@ -334,3 +334,21 @@ def test_wandb_run_with_only_summary_and_console_output_reads_the_console(tmp_pa
     assert run.format == "wandb" and run.config["learning_rate"] == 0.001
     assert _values(run, "val_loss") == ([1, 2, 3, 4], [e["val_loss"] for e in EPOCHS])
     assert any("output.log" in n for n in run.notes)
+
+
+def test_a_console_log_piped_to_analyze_dash_is_read_from_stdin():
+    """`python train.py | logdoctor analyze -`: the run is named <stdin>, and text that is no
+    training log gets one line on stderr and exit code 2, never a traceback."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from logdoctor.cli import app
+
+    lines = "".join(f"step {s} | loss {2.3 * 0.99 ** s:.4f} | lr 0.001\n" for s in range(0, 400, 10))
+    got = CliRunner().invoke(app, ["analyze", "-", "--format", "json"], input=lines)
+    assert got.exit_code == 0, got.output
+    (run,) = json.loads(got.stdout)["runs"]
+    assert run["run"] == "<stdin>" and run["format"] == "text_log" and run["roles"]["train_loss"] == "loss"
+    bad = CliRunner().invoke(app, ["analyze", "-"], input="just some words\nand more words\n")
+    assert bad.exit_code == 2 and "<stdin>: no training-log lines" in bad.output and "Traceback" not in bad.output

@@ -15,6 +15,8 @@ costs the others.
 """
 from __future__ import annotations
 
+import sys
+
 import importlib
 import os
 from collections.abc import Callable, Iterator
@@ -180,7 +182,11 @@ def _with_data(runs: list[Run]) -> tuple[list[Run], list[str]]:
 
 
 def load_runs(root: Path) -> tuple[list[Run], list[str]]:
-    """Discover and read every run under `root`."""
+    """Discover and read every run under `root`; `-` reads a console log from standard input."""
+    if str(root) == "-":
+        from .text_log import read_stream
+
+        return [read_stream(sys.stdin.buffer)], []
     root = Path(root)
     if not root.exists():
         raise ReadError(f"{root}: no such file or folder")

@@ -44,6 +44,8 @@ plus its values.
 """
 from __future__ import annotations
 
+import io
+import itertools
 import math
 import re
 from array import array
@@ -51,6 +53,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import polars as pl
@@ -62,6 +65,8 @@ from .csv_table import step_restarts, stepless_rows, wide_to_tidy
 from .text_line import Shape, extract, has_counter, normalise, number, role
 
 _SUFFIXES = (".log", ".txt", ".out")
+#: The name a log read from standard input goes by (`logdoctor analyze -`).
+STDIN = "<stdin>"
 _SNIFF_BYTES = 64 * 1024
 #: Lines giving a loss value to a record a file's head must hold to be a training log.
 _MIN_EVIDENCE = 3
@@ -360,6 +365,19 @@ def read(source: Source) -> list[Run]:
     path = source.files[0]
     scalars, notes, warnings = read_scalars(path)
     return [Run(name="", path=str(source.path), format="text_log", scalars=scalars, notes=notes, warnings=warnings)]
+
+
+def read_stream(stream: BinaryIO, label: str = STDIN) -> Run:
+    """A console log piped in (`python train.py | logdoctor analyze -`), read as it streams: only
+    the first 64 KiB are held to tell a training log from other text, then line by line."""
+    head = stream.read(_SNIFF_BYTES)
+    if not is_text_log_head(head.decode("utf-8", errors="replace")):
+        raise ReadError(
+            f"{label}: no training-log lines in the first 64 KiB (stdin takes a console log; pass a path for other formats)"
+        )
+    lines = itertools.chain(io.BytesIO(head + stream.readline()), stream)
+    scalars, notes, warnings = read_lines(lines, label)
+    return Run(name=label, path=label, format="text_log", scalars=scalars, notes=notes, warnings=warnings)
 
 
 def read_scalars(path: Path) -> tuple[pl.DataFrame, list[str], list[str]]:
