@@ -102,7 +102,12 @@ def discover(root: Path, errors: list[str] | None = None) -> Iterator[Source]:
         remaining = sorted(filenames)
         here = Path(folder)
         for _, claim in formats:
-            got = claim(here, dirnames, remaining)
+            try:
+                got = claim(here, dirnames, remaining)
+            except OSError as exc:  # an entry the claim could not look at costs that claim, not the walk
+                if errors is not None:
+                    errors.append(f"{exc.filename or here}: cannot read ({exc.strerror or type(exc).__name__})")
+                continue
             if not got:
                 continue
             yield from got.sources

@@ -55,6 +55,7 @@ from ..model import Run, tidy
 from ..roles import classify
 from . import Claim, ReadError, Source, tensorboard
 from .csv_steps import INDEX_COLUMNS, finer_than_epoch, names_step, plan
+from .fs import is_file
 from .hparams import load_config_file
 
 #: File names a CSV log may have; gzip is read as is (`metrics.csv.gz`).
@@ -206,7 +207,7 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
         if kind == "tb_download":
             downloads.setdefault(_tb_download_parts(name)[0], []).append(path)
             continue
-        sides = [f for f in _SIDECARS.get(kind, ()) if (folder / f).is_file()]  # also when the CSV is named alone
+        sides = [f for f in _SIDECARS.get(kind, ()) if is_file(folder / f)]  # also when the CSV is named alone
         if kind in _SIDECARS:
             # the training's own folder: its config, and TensorBoard copies of the same scalars
             twins = sorted(f for f in filenames if f.startswith(_EVENTS_PREFIX))

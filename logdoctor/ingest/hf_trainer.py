@@ -23,6 +23,7 @@ import polars as pl
 
 from ..model import Run, tidy
 from . import Claim, ReadError, Source
+from .fs import is_file
 from .hparams import flatten
 
 STATE = "trainer_state.json"
@@ -35,7 +36,7 @@ _SETUP_KEYS = ("train_batch_size", "num_train_epochs", "max_steps", "logging_ste
 
 
 def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
-    checkpoints = [d for d in dirnames if _CHECKPOINT.match(d) and (folder / d / STATE).is_file()]
+    checkpoints = [d for d in dirnames if _CHECKPOINT.match(d) and is_file(folder / d / STATE)]
     if STATE not in filenames and not checkpoints:
         return None
     files = ([folder / STATE] if STATE in filenames else []) + [folder / d / STATE for d in checkpoints]

@@ -36,17 +36,48 @@ _Loader.add_multi_constructor("", _unknown)
 _Loader.add_multi_constructor("tag:yaml.org,2002:python/", _unknown)
 
 
+#: A config beside a log is a few KB of hyperparameters; these bound what a generated or hostile
+#: one (an alias bomb: 30 lines that expand to 10^9 values) can cost before it is refused.
+_MAX_BYTES = 16 << 20
+_MAX_VALUES = 100_000
+_MAX_DEPTH = 100
+
+
 def read_yaml(path: Path) -> tuple[dict[str, Any], str | None]:
     """A YAML mapping file as a dict, or ({}, one-line warning) when it is not one."""
     try:
+        if Path(path).stat().st_size > _MAX_BYTES:
+            return {}, f"{path}: config not read (larger than {_MAX_BYTES >> 20} MB)"
         data = yaml.load(Path(path).read_text(encoding="utf-8", errors="replace"), Loader=_Loader)
     except (OSError, yaml.YAMLError) as exc:
         return {}, f"{path}: config not readable ({type(exc).__name__})"
+    except RecursionError:
+        return {}, f"{path}: config not read (nested deeper than Python can parse)"
     if data is None:
         return {}, None
     if not isinstance(data, dict):
         return {}, f"{path}: config is not a mapping of hyperparameters"
+    problem = _too_big(data)
+    if problem:
+        return {}, f"{path}: config not read ({problem})"
     return data, None
+
+
+def _too_big(data: Any) -> str | None:
+    """Why `data` is too large to flatten (aliases counted as often as they are used), or None."""
+    stack, seen = [(data, 0)], 0
+    while stack:
+        item, depth = stack.pop()
+        seen += 1
+        if seen > _MAX_VALUES:
+            return f"more than {_MAX_VALUES:,} values once its aliases are expanded"
+        if depth > _MAX_DEPTH:
+            return f"nested more than {_MAX_DEPTH} levels deep"
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return None
 
 
 def unwrap_wandb(config: dict[str, Any]) -> dict[str, Any]:

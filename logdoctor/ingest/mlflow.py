@@ -18,12 +18,13 @@ import polars as pl
 
 from ..model import Run, tidy
 from . import Claim, ReadError, Source
+from .fs import is_dir, is_file
 from .hparams import parse_scalar, read_yaml
 from .stepless import number_stepless
 
 
 def _is_run(folder: Path) -> bool:
-    return (folder / "meta.yaml").is_file() and (folder / "metrics").is_dir()
+    return is_file(folder / "meta.yaml") and is_dir(folder / "metrics")
 
 
 def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
@@ -43,7 +44,10 @@ def read(source: Source) -> list[Run]:
     runs = []
     seen: set[str] = set()
     for folder in source.files:
-        run = _read_run(folder)
+        try:
+            run = _read_run(folder)
+        except OSError as exc:  # one run another user owns must not cost its experiment's others
+            run = Run(name=folder.name, path=str(folder), format="mlflow", scalars=tidy(pl.DataFrame({"metric": [], "step": [], "value": []})), warnings=[f"{folder}: cannot read ({exc.strerror or type(exc).__name__})"])
         if single:
             run.name = ""
         elif run.name in seen:

@@ -30,6 +30,7 @@ import polars as pl
 
 from ..model import Run, empty_scalars
 from . import Claim, ReadError, Source
+from .fs import is_dir
 from .hparams import load_config_file
 from .stepless import number_stepless
 from .tfevents import leading_tags, read_event_file
@@ -62,7 +63,7 @@ def _event_only(folder: Path) -> list[str] | None:
     for entry in entries:
         if entry.name.startswith("."):
             continue
-        if entry.is_dir():
+        if is_dir(entry):
             if entry.name not in _IGNORED_SUBDIRS:
                 return None
         elif is_event_file(entry.name):

@@ -35,6 +35,7 @@ import polars as pl
 
 from ..model import Run, empty_scalars
 from . import Claim, ReadError, Source, text_log
+from .fs import is_file
 from .hparams import flatten, load_config_file, unwrap_wandb
 from .wandb_history import frame_from_rows, read_history
 from .wandb_records import read_wandb_file
@@ -59,7 +60,7 @@ def _is_wandb_file(name: str) -> bool:
 def _is_run_folder(folder: Path, dirnames: list[str], filenames: list[str]) -> bool:
     if any(_is_record_file(f) for f in filenames) or HISTORY in filenames or SUMMARY in filenames:
         return True
-    return "files" in dirnames and (folder / "files" / SUMMARY).is_file()
+    return "files" in dirnames and is_file(folder / "files" / SUMMARY)
 
 
 def _resumed_groups(folder: Path, dirnames: list[str]) -> list[list[str]]:
@@ -87,7 +88,7 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
 def _beside(folder: Path, name: str) -> Path | None:
     """A W&B side file, in the run folder (old layout) or its files/ (current)."""
     for candidate in (folder / name, folder / "files" / name):
-        if candidate.is_file():
+        if is_file(candidate):
             return candidate
     return None
 

@@ -1,0 +1,104 @@
+"""Damaged and hostile folders found by the fuzzer (benchmarks/fuzz.py): each gives one clear
+line, and the good run beside it is still read. The inputs are the smallest that showed it."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from logdoctor.ingest import load_runs
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_runs"
+GOOD = "tb_healthy_adam_constant"
+
+
+def _beside_good(tmp_path: Path, bad: str) -> Path:
+    """A folder holding a copy of a good sample run and of sample run `bad` (to be damaged)."""
+    shutil.copytree(SAMPLES / GOOD, tmp_path / "good")
+    shutil.copytree(SAMPLES / bad, tmp_path / "bad")
+    return tmp_path / "bad"
+
+
+def _names(runs) -> list[str]:
+    return sorted(r.name for r in runs)
+
+
+def _unprivileged() -> list[str] | None:
+    """A command prefix under which file permissions apply (root ignores them): the process as is
+    for a normal user; for root, without the capabilities that bypass read permission."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    probe = subprocess.run([setpriv, "--bounding-set=-dac_override,-dac_read_search", "true"], capture_output=True)
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"] if probe.returncode == 0 else None
+
+
+LOAD = "import json,sys; from logdoctor.ingest import load_runs; r,e=load_runs(sys.argv[1]); print(json.dumps([sorted(x.name for x in r), e]))"
+
+
+@pytest.mark.parametrize(
+    ("bad", "locked"),
+    [
+        ("mlf_crawl_sgd_lr_low", "mlruns/947427902577955505/35fe5f2846d153de970d74e375210a3d"),
+        ("hf_healthy_linear_warmup", "."),
+        ("pl_healthy_onecycle_cnn", "lightning_logs"),
+    ],
+)
+def test_a_run_folder_another_user_owns_is_one_line_and_the_runs_beside_it_are_read(tmp_path, bad, locked):
+    prefix = _unprivileged()
+    if prefix is None:
+        pytest.skip("no way to drop root's permission bypass here (setpriv missing or refused)")
+    folder = _beside_good(tmp_path, bad) / locked
+    folder.chmod(0)
+    try:
+        out = subprocess.run(
+            prefix + [sys.executable, "-c", LOAD, str(tmp_path)],
+            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(SAMPLES.parent)}, timeout=120,
+        )
+    finally:
+        folder.chmod(0o755)
+    assert out.returncode == 0, out.stderr
+    names, errors = json.loads(out.stdout)
+    assert names == ["good"]
+    assert errors == [f"{folder}: cannot read folder (Permission denied)"]
+
+
+def test_a_symlink_loop_beside_runs_costs_nothing(tmp_path):
+    _beside_good(tmp_path, "hf_healthy_linear_warmup")
+    (tmp_path / "loop").mkdir()
+    (tmp_path / "loop" / "up").symlink_to("..")
+    (tmp_path / "self").symlink_to("self")
+    runs, errors = load_runs(tmp_path)
+    assert _names(runs) == ["bad", "good"] and errors == []
+
+
+def _yaml_bomb(levels: int = 10) -> str:
+    """The billion laughs: each alias list repeats the one before nine times (9^10 values in 10 lines)."""
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (_yaml_bomb(), "more than 100,000 values once its aliases are expanded"),
+        ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
+        ("!!python/object/apply:os.system ['echo pwned']\n", "config is not a mapping"),
+    ],
+    ids=["alias-bomb", "deep", "python-tag"],
+)
+def test_a_hostile_hparams_yaml_is_refused_and_its_run_still_read(tmp_path, text, why):
+    hparams = _beside_good(tmp_path, "pl_healthy_onecycle_cnn") / "lightning_logs" / "version_0" / "hparams.yaml"
+    hparams.write_text(text)
+    runs, errors = load_runs(tmp_path)
+    assert _names(runs) == ["bad/lightning_logs/version_0", "good"] and errors == []
+    bad = next(r for r in runs if r.name.startswith("bad"))
+    assert bad.config == {} and len(bad.warnings) == 1 and why in bad.warnings[0]
