@@ -1,6 +1,6 @@
 """A held-out corpus of real CPU trainings the rules were not tuned on (generalisation check).
 
-    python benchmarks/holdout_corpus.py /tmp/logdoctor-holdout          # 76 runs + labels.json, ~2 min CPU
+    python benchmarks/holdout_corpus.py /tmp/logdoctor-holdout          # 76 runs + labels.json, ~2.5 min CPU
     python benchmarks/holdout_corpus.py /tmp/holdout --plots /tmp/hp   # also one PNG per run (label by eye)
     python benchmarks/holdout_corpus.py /tmp/h1 --seed 1               # same recipes, another training seed
     python benchmarks/accuracy.py --corpus holdout                     # score it, one row per family
