@@ -36,6 +36,7 @@ NOT_LEARNED = {
     "flat": ("flat", "oscillate", "crawl", "diverge"),
     "crawl": ("crawl", "flat"),
     "overfit": ("overfit", "oscillate", "diverge"),
+    "val_metric_constant": ("val_metric_constant",),
 }
 
 
@@ -99,7 +100,7 @@ def _lead_for(learning: Learning, findings: list[Finding], config: Config) -> tu
     A rule's own finding of a fitting code wins (its shape judgement is the more careful one;
     a remark is raised to a warning); otherwise the judgement's code is filed through that
     rule, so the finding carries the rule's documented causes and fixes."""
-    if learning.learned is not False or learning.code is None:
+    if learning.code is None:
         return findings, None
     fitting = NOT_LEARNED.get(learning.code, (learning.code,))
     for code in fitting:
@@ -114,11 +115,15 @@ def _lead_for(learning: Learning, findings: list[Finding], config: Config) -> tu
     start, end = learning.evidence["loss_start"], learning.evidence["loss_end"]
     lead = rule.finding(
         learning.series,
-        title=f"{learning.series.name} did not learn: {learning.reason} ({start:.4g} at the start, {end:.4g} at the end)",
+        title=(
+            f"{learning.series.name} did not learn: {learning.reason} ({start:.4g} at the start, {end:.4g} at the end)"
+            if learning.learned is False
+            else f"{learning.reason} (loss {start:.4g} at the start, {end:.4g} at the end)"
+        ),
         steps=learning.steps,
         confidence=learning.confidence,
-        severity="critical",
-        evidence={"learned": False, "reason": learning.reason, **learning.evidence},
+        severity="critical" if learning.learned is False else "warning",
+        evidence={"learned": learning.learned, "reason": learning.reason, **learning.evidence},
     )
     return [*findings, lead], lead
 

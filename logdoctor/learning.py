@@ -24,7 +24,10 @@ Any of these makes the run one that did not learn, whatever else fired; the
 likeliest failure is then named and ranked first (`diagnose`): diverge when
 the loss rose well above its start and stayed there, oscillate when it
 bounces, flat when it sat still, crawl when it fell steadily but ended at
-chance, overfit when only validation never improved. Reinforcement-learning
+chance, overfit when only validation never improved (val_metric_constant
+when it repeated itself bit for bit while training fell), val_metric_constant when
+an accuracy sat at 0 throughout while the loss says the model is far better
+than that (a broken metric, not a broken run). Reinforcement-learning
 and adversarial (GAN) runs are not judged: their losses are not minimised
 toward a floor. Fewer than four finite points cannot be judged either. A run
 logging several parts of its loss learned while any part fell.
@@ -50,6 +53,8 @@ _ACCURACY = {"acc", "accuracy", "top1", "categoricalaccuracy", "sparsecategorica
 
 #: A primary loss needs this many finite points to be judged (a validation series three).
 MIN_POINTS = 4
+#: The smallest change of a level, as a share of it, that counts (float32 rounding is far below).
+RESOLUTION = 5e-4
 #: Levels closer than this many standard errors are the same level.
 LEVEL_Z = 2.0
 #: A loss within this share of ln K sits at chance.
@@ -58,6 +63,8 @@ CHANCE_LOSS_TOLERANCE = 0.05
 CHANCE_ACC_TOLERANCE = 0.2
 #: A loss that ends this share above its start (and beyond noise) rose and stayed: diverge.
 ROSE_SHARE = 0.05
+#: A task metric frozen at 0 beside a loss whose exp(-loss) is at least this is broken, not the run.
+BROKEN_METRIC_PROBABILITY = 0.1
 #: Point noise above this share of the loss's level: the loss bounces (oscillate).
 BOUNCE_SHARE = 0.08
 
@@ -70,7 +77,7 @@ class Learning:
     learned: bool | None
     #: Why, in a few words: "ended no lower than it started", "ends at chance (ln 10)", ...
     reason: str
-    #: The failure code the verdict names when the run did not learn.
+    #: The failure code the verdict names: why the run did not learn, or (learned) a broken metric.
     code: str | None = None
     series: Series | None = None
     confidence: float = 0.0
@@ -122,10 +129,17 @@ def judge(view: RunView) -> Learning:
         reason, extra = chance
         code = "crawl" if _still_falling(loss) else "flat"
         return Learning(False, reason, code, loss, max(confidence, 0.85), steps, {**evidence, **extra})
-    metric = view.series("val_acc") or view.series("train_acc")
-    if metric is not None and _ends_at_zero(metric):
-        code = "crawl" if _still_falling(loss) else "flat"
+    metric = next((m for m in (view.series("val_acc"), view.series("train_acc")) if m is not None and _ends_at_zero(m)), None)
+    if metric is not None:
+        # an accuracy that never left 0 while the loss says the right class gets a fair share of
+        # the probability (exp(-loss) of 0.1 or more) is a broken metric (accuracy on a regression
+        # target, a miscounted accuracy), which `val_metric_constant` names
         extra = {"metric": metric.name, "metric_end": 0.0}
+        plain_accuracy = _is_accuracy(metric.name)
+        if plain_accuracy and curves.frozen(metric.values) and math.exp(-max(levels.end, 0.0)) >= BROKEN_METRIC_PROBABILITY:
+            reason = f"the loss fell, but {metric.name} is 0 at every point: the metric is broken, not the run"
+            return Learning(True, reason, "val_metric_constant", metric, 0.8, steps, {**evidence, **extra})
+        code = "crawl" if _still_falling(loss) else "flat"
         return Learning(False, f"{metric.name} ends at 0", code, loss, 0.85, steps, {**evidence, **extra})
     if loss.name == (view.roles.get("train_loss")):
         unseen = _validation_never_improved(view)
@@ -163,8 +177,9 @@ def _levels(series: Series | None, min_points: int = 3) -> _Levels | None:
     k_start, k_end = min(20, max(1, round(0.03 * n))), max(1, round(0.1 * n))
     start, end = float(np.median(y[:k_start])), float(np.median(y[-k_end:]))
     sigma = max(curves.noise_sigma(y), curves.quantum(y) / 2)
-    error = sigma * math.sqrt(1.0 / k_start + 1.0 / k_end)
-    level = max(abs(float(np.median(y))), 1e-12)
+    level = max(abs(float(np.median(y))), curves.TINY)
+    # a change below a small share of the level is float rounding, never learning
+    error = max(sigma * math.sqrt(1.0 / k_start + 1.0 / k_end), RESOLUTION * level)
     return _Levels(start, end, error, sigma / level, n, int(steps[0]), int(steps[-1]))
 
 
@@ -231,7 +246,7 @@ def _accuracy_end(view: RunView) -> float | None:
     """The end level of the run's plain accuracy (a share; percentages divided by 100), if any."""
     for role in ("val_acc", "train_acc"):
         series = view.series(role)
-        if series is None or not (set(tokens(series.name)) & _ACCURACY or "accuracy" in series.name.lower()):
+        if series is None or not _is_accuracy(series.name):
             continue
         y = series.values[series.finite]
         if len(y) < 2:
@@ -239,6 +254,11 @@ def _accuracy_end(view: RunView) -> float | None:
         end = curves.level(y, "end", min_points=1)
         return end / 100 if np.nanmax(y) > 1.0 else end
     return None
+
+
+def _is_accuracy(name: str) -> bool:
+    """A plain accuracy (top-1, categorical...), whose chance level is 1/K; mAP, F1, BLEU have none."""
+    return bool(set(tokens(name)) & _ACCURACY) or "accuracy" in name.lower()
 
 
 def _ends_at_zero(series: Series) -> bool:
@@ -291,10 +311,11 @@ def _validation_never_improved(view: RunView) -> Learning | None:
     if score_levels is not None and score_levels.end > score_levels.start + LEVEL_Z * score_levels.error:
         return None
     evidence = {"loss_start": first, "loss_end": levels.end, "val_loss_best": float(np.min(rest))}
+    # a validation loss repeating itself bit for bit came from weights that stopped moving
     return Learning(
         False,
         "validation never got below its first evaluation",
-        "overfit",
+        "val_metric_constant" if curves.frozen(val.values) else "overfit",
         val,
         0.7 + 0.2 * min(1.0, levels.n / 10),
         (levels.first_step, levels.last_step),

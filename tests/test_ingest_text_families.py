@@ -175,3 +175,15 @@ def test_cyclegan_loss_log_is_read_and_its_gan_losses_are_not_judged_by_shape(tm
     result = diagnose_run(run, Config())
     assert result.learning.learned is None and result.status == "healthy"
     assert [f.code for f in result.findings] == ["not_checked"]
+
+
+def test_lines_of_single_letter_losses_repeated_are_a_log_and_overflow_lines_give_the_scale(tmp_path):
+    """YOLACT prints `[  1]    1440 || B: 5.495 | C: 3.668 | M: 6.919 | S: 1.564 | T: 17.647 || ...`:
+    no name says loss, but a line of five named values printed again and again is a metrics line."""
+    lines = []
+    for i in range(8):
+        lines.append(f"[  1]    {1440 + 10 * i} || B: {5.5 + 0.01 * i:.3f} | C: {3.6 - 0.1 * i:.3f} | M: 6.9{i} | "
+                     f"S: 1.5{i} | T: {17.6 - 0.1 * i:.3f} || ETA: 197 days, 23:50:39 || timer: 0.298")
+    lines.insert(5, "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 1.52587890625e-05")
+    run = _run(tmp_path, lines)
+    assert len(series(run, "t")) == 8 and series(run, "loss_scale").values[-1] == 1.52587890625e-05

@@ -182,3 +182,21 @@ def test_a_constant_zero_loss_part_is_not_the_primary_loss_nor_a_finding():
     view = RunView(run)
     assert view.all_roles["train_loss"] == ["train/box_loss"] and view.all_roles["val_loss"] == ["val/box_loss"]
     assert diagnose_run(run, Config()).status == "healthy"
+
+
+def test_an_accuracy_stuck_at_zero_beside_a_low_loss_is_a_broken_metric_not_a_run_that_did_not_learn():
+    """Keras `accuracy` on an MSE regression target: the loss falls to 0.03 (exp(-loss) = 0.97), the
+    accuracy is 0 at every epoch. The run learned; its metric says nothing."""
+    epochs = np.arange(1, 10)
+    loss = 0.03 + 0.13 * np.exp(-(epochs - 1) / 1.5)
+    learning, result = _judged({"loss": (epochs, loss), "val_loss": (epochs, loss * 0.6), "val_acc": (epochs, np.zeros(9))})
+    assert learning.learned is True and learning.code == "val_metric_constant"
+    assert result.findings[0].code == "val_metric_constant" and result.status == "warning"
+
+
+def test_a_sequence_accuracy_at_zero_beside_a_loss_near_ln_v_is_the_run_not_learning_yet():
+    """A language model at loss 8.7 (exp(-loss) = 0.0002): exact-match accuracy 0 is what it earns."""
+    epochs = np.arange(52)
+    loss = 8.6 + 2.6 * np.exp(-epochs / 12)
+    learning, _ = _judged({"train_loss": (epochs, loss), "train_seq_acc": (epochs, np.zeros(52))})
+    assert learning.learned is False and learning.code == "crawl"

@@ -325,6 +325,15 @@ def test_scaler_early_calibration_then_stable_is_silent():
     assert codes(ScalerCollapse(), view) == []
 
 
+def test_two_pasted_scale_lines_below_one_are_a_collapse_but_two_high_ones_are_not():
+    """A paste holds apex's `reducing loss scale to 1.52587890625e-05` twice: too few values for a
+    history, but a scale under 1 is many halvings below every scaler's initial value."""
+    loss = (np.arange(10), np.linspace(17.6, 18.4, 10))
+    [f] = ScalerCollapse().check(make_view({"train_loss": loss, "loss_scale": (np.array([7, 9]), np.array([2.0**-16, 2.0**-17]))}))
+    assert f.evidence["scale_final"] == 2.0**-17 and f.evidence["halvings_from_peak"] == 24
+    assert codes(ScalerCollapse(), make_view({"train_loss": loss, "loss_scale": (np.array([7, 9]), np.array([2048.0, 1024.0]))})) == []
+
+
 # --------------------------------------------------------------------------- clip_saturation
 
 

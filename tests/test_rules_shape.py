@@ -638,3 +638,12 @@ def test_a_loss_stuck_at_exactly_zero_crashes_no_rule():
     run = synthetic({"loss": (np.arange(200), np.zeros(200))})
     diagnose(run)
     assert not any("failed on this run" in w for w in run.warnings), run.warnings
+
+
+def test_a_loss_drifting_up_a_fraction_of_a_percent_at_chance_is_flat_not_diverge():
+    """A BERT classifier at ln 10 the whole run: 2.296 -> 2.312 over 16 logs is a rise beyond the
+    rounding noise, but it sat still."""
+    x = np.arange(1600, 25601, 1600)
+    y = 2.296 + 0.016 * (1 - np.exp(-(x - 1600) / 8000))
+    got = fired(diagnose(synthetic({"training_loss": (x, y)})))
+    assert "diverge" not in got and "flat" in got

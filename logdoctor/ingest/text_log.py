@@ -72,6 +72,8 @@ _SNIFF_BYTES = 64 * 1024
 _MIN_EVIDENCE = 3
 _LOSS_ROLES = ("train_loss", "val_loss")
 _EVIDENCE_ROLES = (*_LOSS_ROLES, "loss_scale")
+#: A line shape with at least this many named values, seen this many times, marks a training log.
+_TABLE_NAMES, _REPEATS = 3, 5
 #: A line of words or numbers (not a separator like `----------`).
 _TEXT = re.compile(r"[^\W_]")
 _HAS_DIGIT = re.compile(r"\d")
@@ -176,6 +178,8 @@ class _Parser:
         self.evidence = 0
         #: Loss lines without a counter, by shape: evidence only once a shape repeats.
         self.stepless_shapes: Counter[str] = Counter()
+        #: Lines of several named values, by shape: a shape printed _REPEATS times is a metrics line.
+        self.value_shapes: Counter[str] = Counter()
         self.keras_seen = False
         self.counters_seen = False
         #: Non-blank lines since one gave a record values (the line being fed included).
@@ -303,6 +307,12 @@ class _Parser:
         self.lines_since_record = 0
         if evidence is None:
             evidence = any(_is_evidence(name) for name in values)
+        if shape is not None and len(values) >= _TABLE_NAMES:
+            # a line of several named values printed again and again is a metrics line even when
+            # no name says loss (YOLACT's `B: 5.495 | C: 3.668 | M: 6.919 | T: 17.647`)
+            self.value_shapes[shape.text] += 1
+            if self.value_shapes[shape.text] == _REPEATS:
+                evidence = _MIN_EVIDENCE
         self.evidence += evidence
 
     def _append(self, row: int, name: str, value: float) -> None:

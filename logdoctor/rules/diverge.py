@@ -18,7 +18,9 @@ class Diverge(Rule):
     Symptom:
         The loss turns into NaN or inf and stays there (a NaN tail), or it
         climbs and stays far above its best level: it ends above where it
-        started, or many times its best value, well beyond its own noise.
+        started, or many times its best value, well beyond its own noise and
+        by at least 5 % of that level (a loss drifting up a fraction of a
+        percent while it sits still is `flat`).
         A loss that spikes and comes back is `spike`, not this. The blow-up
         is read on the training loss; a run that logs only a validation loss
         is read on that one.
@@ -49,6 +51,9 @@ class Diverge(Rule):
         "min_rise_over_progress": 1.0,
         # ...or as a multiple of its best value (positive losses)
         "min_growth_factor": 10.0,
+        # and the rise is at least this share of the lowest level (a loss at ln 10 drifting from
+        # 2.296 to 2.311 rose beyond its noise, but it sat still: `flat`, not a blow-up)
+        "min_rise_relative": 0.05,
         # the rise must stand this many noise sigmas clear
         "min_rise_noise": 6.0,
         # share of the last tenth of the run that must stay in the upper half of the rise
@@ -138,7 +143,7 @@ class Diverge(Rule):
         growth = c.end / low if low > 0 else math.inf
         by_progress = over_progress >= self.params["min_rise_over_progress"]
         by_growth = growth >= self.params["min_growth_factor"]
-        if not (by_progress or by_growth):
+        if not (by_progress or by_growth) or rise < self.params["min_rise_relative"] * abs(low):
             return None
         # it must stay up: most of the last tenth sits in the upper half of the rise
         tail = c.y[-max(1, len(c) // 10):]

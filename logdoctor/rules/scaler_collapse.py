@@ -4,9 +4,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import curves
-from ..model import Series
+from ..model import Finding, Series
 from ..view import RunView
 from .base import Rule
+
+
+#: The smallest initial loss scale of the common dynamic scalers (fairseq's --fp16-init-scale 128).
+SMALLEST_INITIAL_SCALE = 2.0**7
 
 
 class ScalerCollapse(Rule):
@@ -23,6 +27,9 @@ class ScalerCollapse(Rule):
         still prints plausible numbers. A healthy scaler calibrates down a few
         times early, then sits high and saw-tooths (grows every
         growth_interval steps, halves now and then): that does not fire.
+        A log with only a few scale values (a paste of apex's or DeepSpeed's
+        `reducing loss scale to 1.52587890625e-05` lines) fires when the scale
+        is below 1/2: many halvings under any scaler's initial value.
     Root causes:
         - persistent fp16 overflow in the forward pass: activations or logits above 65504 (large logits, attention scores, an unnormalised block), so gradients overflow every step
         - an LR high enough that weights and activations keep growing until fp16 overflows
@@ -50,6 +57,8 @@ class ScalerCollapse(Rule):
         "max_above_minimum": 1.0,
         "late_fraction": 0.25,
         "min_late_loss_drop": 0.05,
+        # with fewer than min_points values, a scale at or below 2**this has collapsed anyway
+        "max_lone_final_log2": -1.0,
     }
 
     def check(self, view: RunView):
@@ -58,7 +67,7 @@ class ScalerCollapse(Rule):
             return []
         ok = np.isfinite(scale.values) & (scale.values > 0)
         if ok.sum() < self.params["min_points"]:
-            return []
+            return self._below_any_start(scale, ok)
         steps, log2 = scale.steps[ok], np.log2(scale.values[ok])
         peak_i = int(np.argmax(log2))
         drop = float(log2[peak_i] - log2[-1])
@@ -99,6 +108,29 @@ class ScalerCollapse(Rule):
                     "late_halvings": halvings,
                     "late_growths": growths,
                 },
+            )
+        ]
+
+    def _below_any_start(self, scale: Series, ok: np.ndarray) -> list[Finding]:
+        """Too few values for a history (a pasted log's `reducing loss scale to 1.5e-05` lines), but a
+        scale below 1 is many halvings under every dynamic scaler's initial value (2**16 for torch,
+        apex and DeepSpeed, 2**7 for fairseq): collapsed, whatever came before."""
+        if not ok.any():
+            return []
+        final = float(scale.values[ok][-1])
+        if np.log2(final) > self.params["max_lone_final_log2"]:
+            return []
+        halvings = np.log2(SMALLEST_INITIAL_SCALE / final)
+        return [
+            self.finding(
+                scale,
+                title=(
+                    f"AMP loss scale is down to {final:.3g}: at least {halvings:.0f} halvings below any "
+                    f"scaler's initial value, so optimizer steps are being skipped"
+                ),
+                steps=(int(scale.steps[ok][0]), int(scale.steps[ok][-1])),
+                confidence=0.6 + 0.3 * curves.sigmoid(-np.log2(final) / 4),
+                evidence={"scale_final": final, "scale_min": float(np.min(scale.values[ok])), "halvings_from_peak": float(halvings)},
             )
         ]
 
