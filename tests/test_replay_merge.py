@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 
 import _replay_models as models  # noqa: E402
 from _replay_models import single_thread  # noqa: E402,F401
+from test_report_json import validate  # noqa: E402
 
 from logdoctor.cli import app  # noqa: E402
 from logdoctor.model import Diagnosis, Finding, Run, RunDiagnosis  # noqa: E402
@@ -128,7 +129,7 @@ def test_replay_command_json_and_exit_codes(demo):
     ok = runner.invoke(app, ["replay", str(demo / "ckpt.pt"), "--format", "json", "--quiet"], env=WIDE)
     assert ok.exit_code == 0
     doc = json.loads(ok.stdout)
-    assert doc["schema"] == "logdoctor.report/v1"
+    validate(doc)  # the package's JSON Schema, as for analyze and audit
     (run,) = doc["runs"]
     assert run["format"] == "checkpoint/training_dict" and run["status"] == "warning"
     assert set(run) == {"run", "path", "format", "roles", "status", "verdict", "learning", "findings", "warnings"}
