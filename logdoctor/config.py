@@ -69,7 +69,9 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-def _from_table(table: dict[str, Any], source: str) -> Config:
+def _from_table(table: Any, source: str) -> Config:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [tool.logdoctor] must be a table, not {table!r}")
     unknown = sorted(set(table) - set(_KEYS))
     if unknown:
         raise ConfigError(f"{source}: unknown key '{unknown[0]}'{did_you_mean(unknown[0], _KEYS)} (valid keys: {', '.join(_KEYS)})")
@@ -143,8 +145,15 @@ def check_rules(config: Config, thresholds: dict[str, dict[str, Any]], codes: It
             if key not in defaults:
                 hint = did_you_mean(key, defaults)
                 raise ConfigError(f"{source}: unknown threshold 'rules.{code}.{key}'{hint} (valid: {', '.join(defaults)})")
-            if not _same_kind(defaults[key], value):
+            if not _same_kind(defaults[key], value) or _is_nan(value):
                 raise ConfigError(f"{source}: 'rules.{code}.{key}' must be {_kind(defaults[key])}, not {value!r}")
+
+
+def _is_nan(value: Any) -> bool:
+    """TOML's `nan`, alone or in a list: every comparison with it is false, so a NaN threshold
+    would switch its rule off without a word."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return any(isinstance(v, float) and v != v for v in items)
 
 
 def _kind(value: Any) -> str:
@@ -207,10 +216,11 @@ def _config_in(folder: Path) -> Config | None:
         return None
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
         return None
-    if "logdoctor" in data.get("tool", {}):
-        return _from_table(data["tool"]["logdoctor"], str(pyproject))
+    tool = data.get("tool")
+    if isinstance(tool, dict) and "logdoctor" in tool:
+        return _from_table(tool["logdoctor"], str(pyproject))
     return None
 
 
@@ -221,6 +231,9 @@ def _read(path: Path) -> Config:
         raise ConfigError(f"{path}: config file not found") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not read (nested deeper than Python's TOML parser goes)") from None
     if path.name == "pyproject.toml":
-        data = data.get("tool", {}).get("logdoctor", {})
+        tool = data.get("tool", {})
+        data = tool.get("logdoctor", {}) if isinstance(tool, dict) else {}
     return _from_table(data, str(path))

@@ -37,6 +37,8 @@ def _analyze(run_dir, tmp_path, text: str, *extra: str):
         ('[rules.crawl]\nmax_relative_drop = "abc"\n', "'rules.crawl.max_relative_drop' must be a number, not 'abc'"),
         ("bogus = 1\n", "unknown key 'bogus' (valid keys: select, ignore, roles, rules)"),
         ('[rules.overfit_batch_failed]\nlrs = ["a"]\n', "'rules.overfit_batch_failed.lrs' must be a list of numbers, not ['a']"),
+        ("[rules.crawl]\nmax_relative_drop = nan\n", "'rules.crawl.max_relative_drop' must be a number, not nan"),
+        ("a = " + "[" * 5000 + "]" * 5000 + "\n", "not read (nested deeper than Python's TOML parser goes)"),
     ],
 )
 def test_a_config_mistake_is_one_line_naming_file_and_key(run_dir, tmp_path, text, expected):

@@ -3,6 +3,7 @@ line, and the good run beside it is still read. The inputs are the smallest that
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -102,3 +103,72 @@ def test_a_hostile_hparams_yaml_is_refused_and_its_run_still_read(tmp_path, text
     assert _names(runs) == ["bad/lightning_logs/version_0", "good"] and errors == []
     bad = next(r for r in runs if r.name.startswith("bad"))
     assert bad.config == {} and len(bad.warnings) == 1 and why in bad.warnings[0]
+
+
+BOUNDED = """
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+from logdoctor.ingest import load_runs
+runs, errors = load_runs(sys.argv[1])
+print(json.dumps([{r.name: sorted(r.metrics)[:3] + [len(r.metrics)] for r in runs}, errors]))
+"""
+
+
+def _bounded_load(folder: Path) -> tuple[dict, list[str]]:
+    """load_runs in a subprocess capped at 2 GiB of address space and 120 s (a hang or a blow-up fails)."""
+    env = {**os.environ, "PYTHONPATH": str(SAMPLES.parent), "POLARS_MAX_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", BOUNDED, str(folder)], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    runs, errors = json.loads(out.stdout)
+    return runs, errors
+
+
+def test_a_sparse_wide_wandb_history_is_read_within_two_gib(tmp_path):
+    """loss every step, 1,000 per-class accuracies every 1,000 steps: 100,000 lines, 10 MB (a dense
+    frame of it took 4.2 GB)."""
+    shutil.copytree(SAMPLES / GOOD, tmp_path / "good")
+    files = tmp_path / "bad" / "wandb" / "run-20240101_000000-abcd1234" / "files"
+    files.mkdir(parents=True)
+    every = {f"eval/class_{i}_acc": 0.5 for i in range(1000)}
+    with open(files / "wandb-history.jsonl", "w") as fh:
+        for step in range(100_000):
+            fh.write(json.dumps({"_step": step, "loss": 1 / (step + 1), **(every if step % 1000 == 0 else {})}) + "\n")
+    (files / "wandb-summary.json").write_text("{}")
+    runs, errors = _bounded_load(tmp_path)
+    assert errors == [] and sorted(runs) == ["bad/wandb/run-20240101_000000-abcd1234", "good"]
+    assert runs["bad/wandb/run-20240101_000000-abcd1234"][-1] == 1001
+
+
+def test_a_csv_with_thousands_of_columns_is_read_in_linear_time(tmp_path):
+    """Lightning's per-layer gradient norms: epoch, step, train_loss + 6,000 columns (reading was
+    quadratic in the columns: 3,000 took 45 s, 6,000 would take minutes; the cap is 120 s)."""
+    shutil.copytree(SAMPLES / GOOD, tmp_path / "good")
+    version = tmp_path / "bad" / "version_0"
+    version.mkdir(parents=True)
+    columns = [f"grad_norm_layer_{i}" for i in range(6000)]
+    rows = [f"0,{s},{1 / (s + 1)}," + ",".join(["0.5"] * len(columns)) for s in range(50)]
+    (version / "metrics.csv").write_text("\n".join(["epoch,step,train_loss," + ",".join(columns)] + rows) + "\n")
+    (version / "hparams.yaml").write_text("lr: 0.1\n")
+    runs, errors = _bounded_load(tmp_path)
+    assert errors == [] and runs["bad/version_0"][-1] >= 6001  # every column a metric (epoch too)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("[tool]\nlogdoctor = 5\n", "[tool.logdoctor] must be a table, not 5"),
+        ("tool = 1\n", None),
+        ("a = " + "[" * 5000 + "]" * 5000 + "\n", None),
+    ],
+    ids=["logdoctor-not-a-table", "tool-not-a-table", "deep"],
+)
+def test_a_projects_broken_pyproject_is_one_line_or_not_ours(tmp_path, text, found):
+    """A pyproject.toml found on the way up belongs to some project: only its [tool.logdoctor] is ours."""
+    from logdoctor.config import ConfigError, load_config
+
+    (tmp_path / "pyproject.toml").write_text(text)
+    if found is None:
+        assert load_config(start=tmp_path).source is None
+    else:
+        with pytest.raises(ConfigError, match=re.escape(f"{tmp_path / 'pyproject.toml'}: {found}")):
+            load_config(start=tmp_path)

@@ -81,7 +81,7 @@ class StepPlan:
 
 def plan(frame: pl.DataFrame) -> StepPlan:
     """The step of each row: the finest usable counter, rebuilt when it restarts every epoch."""
-    counters = sorted((g, i, c) for i, c in enumerate(frame.columns) if frame.schema[c].is_numeric() and (g := grain(c)) is not None)
+    counters = sorted((g, i, c) for i, (c, dtype) in enumerate(frame.schema.items()) if dtype.is_numeric() and (g := grain(c)) is not None)
     epoch = next((c for g, _, c in counters if g == EPOCH_GRAIN), None)
     for g, _, name in counters:
         if not _usable(frame.get_column(name), g):

@@ -269,7 +269,7 @@ def load_table(path: Path, sniffed: tuple[list[str], Dialect] | None = None) -> 
         raise ReadError(f"{path}: CSV has a header but no rows")
     first_line = 2 + dialect.comment_lines
     table.frame = table.frame.with_columns(
-        _numbers(table, c, kept, first_line, dialect.decimal_comma) for c in table.frame.columns if table.frame.schema[c] == pl.String
+        _numbers(table, c, kept, first_line, dialect.decimal_comma) for c, dtype in table.frame.schema.items() if dtype == pl.String
     )
     return table
 
@@ -350,7 +350,8 @@ def step_restarts(frame: pl.DataFrame, step: str) -> list[str]:
 
 
 def numeric_columns(frame: pl.DataFrame, exclude: set[str] = frozenset()) -> list[str]:
-    return [c for c in frame.columns if c not in exclude and frame.schema[c].is_numeric() and c not in INDEX_COLUMNS]
+    # the schema is built once: frame.schema[c] per column rebuilds it each time (3,000 columns: 17 s)
+    return [c for c, dtype in frame.schema.items() if c not in exclude and dtype.is_numeric() and c not in INDEX_COLUMNS]
 
 
 def wide_to_tidy(frame: pl.DataFrame, step_col: str | None, metrics: list[str], wall_col: str | None = None) -> pl.DataFrame:

@@ -108,9 +108,9 @@ def _read_ui_export(path: Path, frame: pl.DataFrame) -> list[Run]:
     if not frame.schema[x_axis].is_numeric():
         raise ReadError(f"{path}: W&B chart export whose '{x_axis}' column is not numeric")
     by_run: dict[str, list[tuple[str, str]]] = {}
-    for column in frame.columns[1:]:
+    for column, dtype in list(frame.schema.items())[1:]:
         match = _UI_COLUMN.match(column)
-        if match and not match["band"] and frame.schema[column].is_numeric():
+        if match and not match["band"] and dtype.is_numeric():
             name, copy = match["run"], 1
             while any(m == match["metric"] for _, m in by_run.get(name, [])):  # two runs share a display name
                 copy += 1

@@ -48,6 +48,11 @@ _NONFINITE = [(b"NaN", [_marker(b"NaN")]), (b"Infinity", [_marker(b"-Infinity"),
 _SENTINEL_VALUE = {"\x00NaN": float("nan"), "\x00Infinity": float("inf"), "\x00-Infinity": float("-inf")}
 #: Schema sample: lines spread over the file, plus its first and last lines; small files are read whole.
 _SAMPLE_LINES, _SAMPLE_ENDS, _SAMPLE_ALL_BYTES = 2000, 200, 1 << 20
+#: The native reader makes one column per key and one row per line. A sparse history (loss every
+#: step, 1,000 per-class metrics every 1,000 steps) would be a dense frame of mostly nulls (a 10 MB
+#: file -> 800 MB): past this many cells, and this many times the values the file holds, it is
+#: read per row, which keeps only the values.
+_DENSE_CELLS, _SPARSE_RATIO = 10_000_000, 8
 
 
 class _Untyped(Exception):
@@ -111,7 +116,8 @@ def read_history(path: Path) -> tuple[pl.DataFrame, int]:
     back into NaN / inf column-wise. Files it still cannot type the way the
     per-row reading would (a key holding numbers in some rows and dicts,
     booleans or text in others; non-object lines mid-file; undecodable
-    bytes) are read per row. One difference is accepted: in a column that
+    bytes) are read per row, and so are sparse histories that would make a frame of
+    mostly nulls (see _SPARSE_RATIO). One difference is accepted: in a column that
     also holds NaN or Infinity, a number logged as text ("0.5") counts as a
     number.
     """
@@ -136,6 +142,10 @@ def _native_frame(path: Path) -> tuple[pl.DataFrame | None, int]:
     if schema is None:  # a diverged run's NaN lines are in the sample (its tail): mark them first
         data, marked = _mark_nonfinite(data)
         schema = _sample_schema(data) if marked else None
+    if schema is not None:
+        cells = len(schema) * (data.count(b"\n") + 1)
+        if cells > _DENSE_CELLS and cells > _SPARSE_RATIO * data.count(b":"):
+            raise _Untyped("a sparse history: read per row")
     try:
         return _parse(data, schema), bad
     except pl.exceptions.PolarsError:
