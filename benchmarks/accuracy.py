@@ -41,6 +41,9 @@ Definitions (what the numbers mean):
   top findings only) should rise with the band;
 * **read**: labelled runs logdoctor found on disk; unread ones are listed.
 
+`--via-json` scores what `logdoctor analyze ROOT -f json` prints instead of
+the in-process diagnosis: the JSON contract, as an outside harness reads it.
+
 Targets (`--check`, per corpus, from the issues): sample_runs top-1 >= 0.95,
 false alarm <= 0.02; real-logs-dev top-1 >= 0.90, false alarm <= 0.05, every
 run read. Other folders are checked only against `--min-top1` /
@@ -50,6 +53,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -61,7 +66,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from logdoctor.diagnose import analyze, rank  # noqa: E402
-from logdoctor.model import Diagnosis, Finding, RunDiagnosis  # noqa: E402
+from logdoctor.model import Diagnosis, Finding, Run, RunDiagnosis  # noqa: E402
 from logdoctor.report.text import verdict  # noqa: E402
 
 FIRING = ("critical", "warning")
@@ -203,6 +208,30 @@ def score(diagnosis: Diagnosis, labels: dict[str, Label]) -> list[Scored]:
         Scored(run_id, label, rank(by_id[run_id]) if run_id in by_id else [], found=run_id in by_id)
         for run_id, label in sorted(labels.items())
     ]
+
+
+def analyze_via_json(root: Path) -> Diagnosis:
+    """What a user of the JSON contract sees: `logdoctor analyze ROOT -f json`, read back into findings.
+
+    Scoring this instead of the in-process diagnosis checks the contract end to end (run paths,
+    finding order, severities) the way an outside harness scores logdoctor.
+    """
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "logdoctor", "analyze", str(root), "-f", "json"],
+                          capture_output=True, text=True, env=env)
+    try:
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        raise SystemExit(f"accuracy: {root}: logdoctor printed no JSON ({done.stderr.strip()[-300:]})") from None
+    runs = []
+    for entry in report["runs"]:
+        path = Path(entry["path"])
+        name = path.resolve().relative_to(root.resolve()).as_posix() if path.is_absolute() or path.exists() else entry["run"]
+        findings = [Finding(code=f["code"], severity=f["severity"], confidence=f["confidence"], title=f["title"],
+                            metric=f.get("metric"), steps=tuple(f["steps"]) if f.get("steps") else None)
+                    for f in entry["findings"]]
+        runs.append(RunDiagnosis(run=Run(name=name, path=entry["path"], format=entry["format"]), roles={}, findings=findings))
+    return Diagnosis(root=str(root), runs=runs)
 
 
 def share(part: int, whole: int) -> float | None:
@@ -419,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plots", type=Path, help="with --survey: write one PNG per surveyed run here")
     ap.add_argument("--json", type=Path, help="also write the metrics as JSON here")
     ap.add_argument("--markdown", type=Path, help="also write the tables as Markdown here")
+    ap.add_argument("--via-json", action="store_true",
+                    help="score the CLI's JSON report (`logdoctor analyze ROOT -f json`) instead of the in-process diagnosis")
     ap.add_argument("--check", action="store_true", help="exit 1 when a corpus misses its target")
     ap.add_argument("--min-top1", type=float, help="target for corpora without a built-in one")
     ap.add_argument("--max-false-alarm", type=float, help="target for corpora without a built-in one")
@@ -437,7 +468,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         labels = load_labels(explicit.get(folder) or folder / "labels.json")
         start = time.perf_counter()
-        diagnosis = analyze(runs_root(folder, labels))
+        root = runs_root(folder, labels)
+        diagnosis = analyze_via_json(root) if args.via_json else analyze(root)
         m = metrics(score(diagnosis, labels))
         m["unlabelled"] = sorted({run_id_of(rd) for rd in diagnosis.runs} - set(labels))
         print_report(f"{name} ({folder})", m, time.perf_counter() - start)

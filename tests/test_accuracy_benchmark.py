@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -114,3 +115,16 @@ def test_every_generated_run_has_a_family_and_a_label_in_known_codes():
     assert {c for lab in labels for c in lab.fair} <= set(all_rules())
     families = {lab.family for lab in labels}
     assert len(families) >= 10 and all(any(not lab.healthy for lab in labels if lab.family == f) for f in families)
+
+
+def test_the_json_contract_scores_like_the_in_process_diagnosis(tmp_path):
+    samples = Path(accuracy.ROOT) / "sample_runs"
+    for run_id in ("tb_flat_orphan_optimizer", "csv_healthy_amp_charlm", "hf_overfit_charlm_small_corpus"):
+        shutil.copytree(samples / run_id, tmp_path / run_id)
+    labels = {k: v for k, v in accuracy.load_labels(samples / "labels.json").items() if (tmp_path / k).is_dir()}
+
+    def tops(diagnosis):
+        return {s.run_id: (s.top, s.found) for s in accuracy.score(diagnosis, labels)}
+
+    assert tops(accuracy.analyze_via_json(tmp_path)) == tops(accuracy.analyze(tmp_path))
+    assert tops(accuracy.analyze(tmp_path))["tb_flat_orphan_optimizer"] == ("flat", True)
