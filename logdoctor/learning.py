@@ -8,7 +8,7 @@ to diverge. This module asks the plain question first, for every run:
 * the primary loss (training, else validation) **ends no lower than it
   started**, beyond the noise of the two levels, and neither the validation
   loss nor the validation score improved beyond theirs (the start is the median of
-  the opening 3 %, the end of the closing tenth; a short series compares
+  the opening 3 %, or the first value when lower, the end of the closing tenth; a short series compares
   single points). A log that begins mid-run (a paste whose epoch counter
   starts well past 0) shows no start, so this test is left out there;
 * or it **ends at chance**: within a few percent of ln K, with K the class
@@ -27,10 +27,17 @@ bounces, flat when it sat still, crawl when it fell steadily but ended at
 chance, overfit when only validation never improved (val_metric_constant
 when it repeated itself bit for bit while training fell), val_metric_constant when
 an accuracy sat at 0 throughout while the loss says the model is far better
-than that (a broken metric, not a broken run). Reinforcement-learning
-and adversarial (GAN) runs are not judged: their losses are not minimised
-toward a floor. Fewer than four finite points cannot be judged either. A run
-logging several parts of its loss learned while any part fell.
+than that (a broken metric, not a broken run). A run logging several parts
+of its loss learned while any part fell; fewer than four finite points
+cannot be judged.
+
+Reinforcement-learning and adversarial (GAN) runs have losses that are not
+minimised toward a floor, so they are judged otherwise: an RL run by its
+return (it learned when the return rose beyond its noise; flat when it never
+did), a GAN only for its one failure the losses show (the discriminator
+winning: the generator's loss climbs well above its start and ends ten times
+the discriminator's or more: diverge);
+otherwise a GAN is not judged.
 """
 from __future__ import annotations
 
@@ -42,7 +49,7 @@ import numpy as np
 
 from . import curves
 from .model import Series
-from .roles import tokens
+from .roles import DISCRIMINATOR, GENERATOR, is_adversarial_part, tokens
 from .rules._loss import is_adversarial
 from .view import RunView
 
@@ -63,6 +70,9 @@ CHANCE_LOSS_TOLERANCE = 0.05
 CHANCE_ACC_TOLERANCE = 0.2
 #: A loss that ends this share above its start (and beyond noise) rose and stayed: diverge.
 ROSE_SHARE = 0.05
+#: A GAN whose generator loss ends this share above its start and this many times the
+#: discriminator's loss: the discriminator won (near equilibrium both sit near ln 2).
+GENERATOR_RISE, GENERATOR_OVER_DISCRIMINATOR = 0.5, 10.0
 #: A task metric frozen at 0 beside a loss whose exp(-loss) is at least this is broken, not the run.
 BROKEN_METRIC_PROBABILITY = 0.1
 #: Point noise above this share of the loss's level: the loss bounces (oscillate).
@@ -103,10 +113,11 @@ class _Levels:
 
 def judge(view: RunView) -> Learning:
     """Did this run learn? (see the module doc for the tests and the order they are tried in)."""
-    if view.series("reward") is not None:
-        return Learning(None, "reinforcement learning: the loss is not minimised toward a floor")
+    reward = view.series("reward")
+    if reward is not None:
+        return _judge_return(view, reward)
     if is_adversarial(view):
-        return Learning(None, "adversarial losses hover by design")
+        return _judge_adversarial(view)
     loss = next((s for s in (view.series("train_loss"), view.series("val_loss")) if s is not None), None)
     levels = _levels(loss, MIN_POINTS)
     if loss is None or levels is None:
@@ -150,6 +161,41 @@ def judge(view: RunView) -> Learning:
     return Learning(True, "the loss fell beyond its noise", evidence=evidence)
 
 
+def _judge_return(view: RunView, reward: Series) -> Learning:
+    """An RL run learned when its return rose beyond its noise (its losses are no guide: they move
+    with the data the policy collects). A return that never rose is a policy that never learned."""
+    levels = _levels(reward, MIN_POINTS)
+    if levels is None:
+        return Learning(None, "reinforcement learning: too few return points to judge")
+    evidence = {"loss_start": levels.start, "loss_end": levels.end, "level_error": levels.error}
+    if levels.end > levels.start + LEVEL_Z * levels.error:
+        return Learning(True, "the return rose beyond its noise", evidence=evidence)
+    if _starts_mid_run(view, reward):
+        return Learning(None, "the log starts mid-run: its first return is no start", evidence=evidence)
+    confidence = 0.7 + 0.2 * min(1.0, levels.n / 50)
+    reason = "the return ended no higher than it started"
+    return Learning(False, reason, "flat", reward, confidence, (levels.first_step, levels.last_step), evidence)
+
+
+def _judge_adversarial(view: RunView) -> Learning:
+    """A GAN's losses hover by design; the one failure its losses show is the discriminator winning:
+    its loss collapses toward 0 while the generator's climbs well above its start and stays there."""
+    parts = [s for s in view.all_series("train_loss") if is_adversarial_part(s.name)]
+    gen = next((s for s in parts if set(tokens(s.name)) & GENERATOR), None)
+    disc = next((s for s in parts if set(tokens(s.name)) & DISCRIMINATOR), None)
+    g, d = _levels(gen, MIN_POINTS), _levels(disc, MIN_POINTS)
+    if gen is None or disc is None or g is None or d is None:
+        return Learning(None, "adversarial losses hover by design")
+    # the generator's loss at initialisation: the discriminator wins within the opening steps
+    g_init = float(np.median(gen.values[gen.finite][:3]))
+    rose = g.end - g_init > max(LEVEL_Z * g.error, GENERATOR_RISE * abs(g_init))
+    if rose and 0 <= d.end * GENERATOR_OVER_DISCRIMINATOR <= g.end:
+        evidence = {"loss_start": g_init, "loss_end": g.end, "level_error": g.error, "discriminator_end": d.end}
+        reason = f"the discriminator won ({disc.name} ends at {d.end:.3g}, {gen.name} at {g.end:.3g}) and the generator stopped learning"
+        return Learning(False, reason, "diverge", gen, 0.8, (g.first_step, g.last_step), evidence)
+    return Learning(None, "adversarial losses hover by design")
+
+
 def class_count(config: dict) -> int | None:
     """K from the first class-count key in a (possibly nested, dotted) config, when it is an int >= 2."""
     for key, value in config.items():
@@ -176,6 +222,9 @@ def _levels(series: Series | None, min_points: int = 3) -> _Levels | None:
     # the end from the closing tenth
     k_start, k_end = min(20, max(1, round(0.03 * n))), max(1, round(0.1 * n))
     start, end = float(np.median(y[:k_start])), float(np.median(y[-k_end:]))
+    if y[0] != 0 and np.sign(y[0]) == np.sign(start):
+        # a loss that jumps up from its first value at once (an LR far too high) started there
+        start = min(start, float(y[0]))
     sigma = max(curves.noise_sigma(y), curves.quantum(y) / 2)
     level = max(abs(float(np.median(y))), curves.TINY)
     # a change below a small share of the level is float rounding, never learning
@@ -210,10 +259,14 @@ def _validation_improved(view: RunView, loss: Series) -> bool:
 
 def _starts_mid_run(view: RunView, loss: Series) -> bool:
     """The logged epoch counter is already past a quarter of its last value at the loss's first
-    point: the log is a window of a longer run, and its first point is no start."""
+    point (or, with no epoch logged, the series starts past a quarter of its last step, past half
+    of it for fewer than 10 points): the log is a window of a longer run, and its first point is
+    no start."""
     epoch = view.series("epoch")
     if epoch is None:
-        return False
+        steps = loss.steps[loss.finite]
+        late = 0.25 if len(steps) >= 10 else 0.5  # a few evaluations start late by nature
+        return len(steps) >= 2 and steps[-1] > 0 and steps[0] > late * steps[-1]
     at = curves.values_at(epoch, loss.steps[[0, -1]].astype(np.float64))
     if not np.all(np.isfinite(at)):
         at = epoch.values[epoch.finite][[0, -1]] if epoch.finite.sum() >= 2 else at

@@ -125,6 +125,11 @@ def _is_accuracy(words: set[str]) -> bool:
     return bool(words & _ACC) or any(w.endswith(("accuracy", "accuracies")) for w in words)
 
 
+def split_of(token: str) -> str | None:
+    """The data split one name token names ('train', 'val', 'test'), or None."""
+    return _split([token])
+
+
 def _split(toks: list[str]) -> str | None:
     """Which data split a name refers to: 'train', 'val', 'test' or None (unsaid)."""
     for t in toks:

@@ -62,7 +62,11 @@ def test_no_run_that_ended_no_lower_than_it_started_is_healthy(corpus):
             if loss_name is None or result.learning.learned is None:
                 continue  # RL, GAN, a mid-run window: not judged (and said so in the JSON)
             view = RunView(result.run)
-            losses = [s for role in ("train_loss", "val_loss") for s in view.all_series(role)]
+            reward = view.series("reward")
+            if reward is not None:  # an RL run is judged by its return: no higher than it started
+                losses = [reward.__class__(reward.name, reward.steps, -reward.values)]
+            else:
+                losses = [s for role in ("train_loss", "val_loss") for s in view.all_series(role)]
             if not losses or not all(plainly_no_lower(s.values) for s in losses):
                 continue
             checked += 1
@@ -153,7 +157,7 @@ def test_a_falling_loss_learned_and_adds_nothing():
     "extra, reason",
     [
         ({"rollout/ep_rew_mean": (STEPS, np.linspace(0, 200, len(STEPS)))}, "reinforcement"),
-        ({"loss_D": (STEPS, np.full(len(STEPS), 0.7)), "loss_G": (STEPS, np.full(len(STEPS), 1.2))}, "adversarial"),
+        ({"loss_D": (STEPS, 0.7 + RNG.normal(0, 0.05, len(STEPS))), "loss_G": (STEPS, 1.2 + RNG.normal(0, 0.1, len(STEPS)))}, "adversarial"),
         ({"epoch": (STEPS, np.linspace(3.0, 4.0, len(STEPS)))}, "judged"),
     ],
     ids=["rl", "gan", "mid-run window"],
@@ -200,3 +204,22 @@ def test_a_sequence_accuracy_at_zero_beside_a_loss_near_ln_v_is_the_run_not_lear
     loss = 8.6 + 2.6 * np.exp(-epochs / 12)
     learning, _ = _judged({"train_loss": (epochs, loss), "train_seq_acc": (epochs, np.zeros(52))})
     assert learning.learned is False and learning.code == "crawl"
+
+
+def test_an_rl_run_is_judged_by_its_return():
+    """REINFORCE with the log-probabilities detached: the return stays at its random-walk level."""
+    policy_loss = (STEPS, RNG.normal(-0.8, 0.3, len(STEPS)))
+    stuck, result = _judged({"train/policy_loss": policy_loss, "rollout/ep_rew_mean": (STEPS, RNG.normal(-0.2, 0.05, len(STEPS)))})
+    assert (stuck.learned, stuck.code) == (False, "flat") and result.findings[0].code == "flat"
+    rising = -0.2 + 200 * (1 - np.exp(-STEPS / 500)) + RNG.normal(0, 5, len(STEPS))
+    learned, _ = _judged({"train/policy_loss": policy_loss, "rollout/ep_rew_mean": (STEPS, rising)})
+    assert learned.learned is True
+
+
+def test_a_gan_whose_discriminator_won_is_diverge_and_one_that_hovers_is_not_judged():
+    gen = 0.7 + 5.0 * (1 - np.exp(-STEPS / 50)) + RNG.normal(0, 0.2, len(STEPS))
+    disc = 0.02 + 1.3 * np.exp(-STEPS / 30) + np.abs(RNG.normal(0, 0.01, len(STEPS)))
+    won, result = _judged({"Loss/D": (STEPS, disc), "Loss/G": (STEPS, gen)})
+    assert (won.learned, won.code) == (False, "diverge") and result.findings[0].code == "diverge"
+    hovering, _ = _judged({"Loss/D": (STEPS, 0.6 + RNG.normal(0, 0.05, len(STEPS))), "Loss/G": (STEPS, 0.9 + RNG.normal(0, 0.1, len(STEPS)))})
+    assert hovering.learned is None

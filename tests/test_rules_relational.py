@@ -282,6 +282,17 @@ def test_lr_checks_every_param_group():
     assert f.metric == "lr-AdamW/pg2"
 
 
+def test_an_lr_that_cycles_many_times_is_a_schedule_mismatch_but_a_few_warm_restarts_are_not():
+    """CosineAnnealingLR(T_max=epochs) stepped per batch runs through its period again and again;
+    SGDR with three restarts is a schedule someone chose."""
+    steps = np.arange(STEPS)
+    many = 1e-3 * (0.5 + 0.5 * np.cos(np.pi * steps / 40))  # 25 full periods
+    [f] = LrScheduleMismatch().check(make_view({"train_loss": train_curve(), "lr": (steps, many)}))
+    assert f.evidence["kind"] == "cycling" and f.evidence["lr_cycles"] >= 20
+    restarts = 1e-3 * (0.5 + 0.5 * np.cos(np.pi * (steps % (STEPS // 4)) / (STEPS // 4)))
+    assert codes(LrScheduleMismatch(), make_view({"train_loss": train_curve(), "lr": (steps, restarts)})) == []
+
+
 # --------------------------------------------------------------------------- scaler_collapse
 
 

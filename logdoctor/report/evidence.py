@@ -39,6 +39,7 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "metric": ("task metric", "value", "the task metric the judgement read"),
     "metric_end": ("task metric at end", "level", "the task metric's level over its closing points"),
     "val_loss_best": ("best validation loss", "level", "the lowest validation loss after its first evaluation"),
+    "discriminator_end": ("discriminator loss at end", "level", "a GAN discriminator's loss level at the end (near 0: it won)"),
     "best_step": ("best at", "step", "the step of the best loss level"),
     "loss_initial_level": ("opening level", "level", "the loss's level over the opening tenth of the run"),
     "points": ("points", "count", "points in the judged series"),

@@ -20,8 +20,11 @@ class LrScheduleMismatch(Rule):
         per batch under accumulation) and the loss stops improving from then
         on; or the LR is still climbing at the end of the run (warmup sized
         longer than the run, a per-step warmup stepped once per epoch), so
-        most of the run trains at a fraction of the intended LR. Every LR
-        param group is checked.
+        most of the run trains at a fraction of the intended LR; or the LR
+        falls to its floor and climbs back to its peak five times or more (a
+        cosine with T_max in epochs stepped per batch runs through its period
+        again and again; warm restarts on purpose restart a few times). Every
+        LR param group is checked.
     Root causes:
         - scheduler length (T_max, total_steps, num_training_steps, milestones) computed in epochs or for another run length, but stepped per batch, or vice versa
         - scheduler.step() called per micro-batch under gradient accumulation, so the schedule runs accum times too fast
@@ -51,6 +54,11 @@ class LrScheduleMismatch(Rule):
         "noise_multiple": 5.0,
         "min_warmup_fraction": 0.5,
         "max_mid_ratio": 0.75,
+        # cycling: the LR comes back above cycle_high x peak after falling below cycle_low x peak
+        # at least min_cycles times (a cosine's period run through again and again)
+        "cycle_low": 0.2,
+        "cycle_high": 0.8,
+        "min_cycles": 5,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -65,7 +73,7 @@ class LrScheduleMismatch(Rule):
             first, last = _span(lr, loss)
             if last <= first:
                 continue
-            finding = self._early_floor(lr, loss, first, last) or self._endless_warmup(lr, loss, first, last)
+            finding = self._early_floor(lr, loss, first, last) or self._endless_warmup(lr, loss, first, last) or self._cycling(lr)
             if finding:
                 found.append(finding)
         return sorted(found, key=lambda f: -f.confidence)[:1]
@@ -120,6 +128,23 @@ class LrScheduleMismatch(Rule):
             },
         )
 
+    def _cycling(self, lr: Series) -> Finding | None:
+        """The LR falls to its floor and climbs back again and again: a cosine whose T_max was given
+        in epochs but that is stepped per batch runs through its period tens of times (a per-epoch
+        log samples it at random phases). Warm restarts on purpose restart a few times, not this often."""
+        p = self.params
+        peak = float(np.max(lr.values))
+        trips = _round_trips(lr.values, p["cycle_low"] * peak, p["cycle_high"] * peak)
+        if trips < p["min_cycles"]:
+            return None
+        return self.finding(
+            lr,
+            title=f"LR cycles {trips} times between its peak and its floor instead of annealing once",
+            steps=(int(lr.steps[0]), int(lr.steps[-1])),
+            confidence=0.5 + 0.45 * min(1.0, (trips - p["min_cycles"] + 1) / (2 * p["min_cycles"])),
+            evidence={"kind": "cycling", "lr_peak": peak, "lr_cycles": trips},
+        )
+
     def _endless_warmup(self, lr: Series, loss: Series | None, first: int, last: int) -> Finding | None:
         p = self.params
         values, steps = lr.values, lr.steps
@@ -149,6 +174,17 @@ class LrScheduleMismatch(Rule):
                 "warmup_end_fraction": frac,
             },
         )
+
+
+def _round_trips(values: np.ndarray, low: float, high: float) -> int:
+    """How often the series comes back above `high` after having been below `low`."""
+    trips, was_low = 0, False
+    for v in values:
+        if v <= low:
+            was_low = True
+        elif v >= high and was_low:
+            trips, was_low = trips + 1, False
+    return trips
 
 
 def _decay_followed_stall(lr: Series, loss: Series, first: int, last: int, tol: float, noise: float) -> bool:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import curves
-from ..model import Finding
-from ..roles import higher_is_better
+from ..model import Finding, Series
+from ..roles import higher_is_better, split_of, tokens
 from ..view import RunView
 from .base import Rule, bullets
 
@@ -61,6 +61,8 @@ class Overfit(Rule):
         # run (a last-epochs change of augmentation, the final LR steps) is no overfit to act on
         "min_share_after_min": 0.1,
         "min_rise_relative": 0.05,
+        # ...or, for one part of a multi-part validation loss that is not the primary, this share
+        "min_part_rise_relative": 0.25,
         "min_rise_noise": 3.0,
         "min_rise_tau": 0.3,
         # ...or a step that holds: this share of the evaluations after the best stay above it by
@@ -81,9 +83,16 @@ class Overfit(Rule):
     def check(self, view: RunView) -> list[Finding]:
         train = view.series("train_loss")
         role = next((r for r in ("val_loss", "val_acc", "val_err") if view.series(r) is not None), "val_loss")
-        val, sign = view.series(role), -1.0 if higher_is_better(role) else 1.0
-        if train is None or val is None:
+        if train is None or view.series(role) is None:
             return []
+        # a multi-part loss (box / obj / cls) is judged part by part, each against its training twin:
+        # a class loss can memorise while the box loss still generalises
+        pairs = [(val, _twin(view, val) or train) for val in view.all_series(role)] if role == "val_loss" else [(view.series(role), train)]
+        found = [f for val, twin in pairs for f in self._check_one(view, val, twin, role)]
+        return sorted(found, key=lambda f: -f.confidence)[:1]
+
+    def _check_one(self, view: RunView, val: Series, train: Series, role: str) -> list[Finding]:
+        sign = -1.0 if higher_is_better(role) else 1.0
         ok = np.isfinite(val.values)
         if ok.sum() < self.params["min_val_points"] or not ok[-1]:
             return []
@@ -112,7 +121,10 @@ class Overfit(Rule):
         rel = rise / max(abs(best), 1e-12)
         rising = curves.trend(steps[i_min:], raw[i_min:])
         tau, p = rising.tau, rising.p_value
-        if rel < self.params["min_rise_relative"] or rise < self.params["min_rise_noise"] * noise:
+        # a part beside the primary validation loss must rise further: with several parts, one of
+        # them drifting a few percent from a lucky early evaluation is expected
+        min_rel = self.params["min_rise_relative"] if val.name == view.roles.get(role) else self.params["min_part_rise_relative"]
+        if rel < min_rel or rise < self.params["min_rise_noise"] * noise:
             return []
         held = float(np.mean(raw[i_min + 1 :] - best > rise / 2))
         # a held step must also stand far above the evaluation-to-evaluation scatter: a validation
@@ -137,7 +149,8 @@ class Overfit(Rule):
             [min(1.0, rel / (4 * self.params["min_rise_relative"])), min(1.0, after / 8), min(1.0, max(tau, held)), min(1.0, train_drop / 0.2)]
         )
         what = {"val_loss": "loss", "val_acc": "accuracy", "val_err": "error rate"}[role]
-        title = f"validation {what} {'rose' if sign > 0 else 'fell'} {rel:.0%} from its best at step {int(steps[i_min])} while training loss kept falling"
+        part = "" if val.name == view.roles.get(role) else f" ({val.name})"
+        title = f"validation {what}{part} {'rose' if sign > 0 else 'fell'} {rel:.0%} from its best at step {int(steps[i_min])} while training loss kept falling"
         task = self._task_metric_improving(view, steps[i_min]) if role == "val_loss" else None
         causes = fixes = None
         task_evidence = {}
@@ -201,3 +214,13 @@ class Overfit(Rule):
                     return score.name, at_best, last
         return None
 
+
+
+def _twin(view: RunView, val: Series) -> Series | None:
+    """The training loss part a validation part mirrors (`val/cls_loss` -> `train/cls_loss`)."""
+    words = _part_words(val.name)
+    return next((t for t in view.all_series("train_loss") if _part_words(t.name) == words), None)
+
+
+def _part_words(name: str) -> tuple[str, ...]:
+    return tuple(t for t in tokens(name) if split_of(t) is None)
