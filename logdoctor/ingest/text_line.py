@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -99,6 +99,13 @@ class _Slot:
     suffix: str = ""
     const: float = 0.0
 
+    #: The value is one digit run, the split line's item `run` (-1: it is not; most values are).
+    run: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        single = self.first >= 0 and self.first == self.last and not self.prefix and not self.suffix
+        object.__setattr__(self, "run", 2 * self.first + 1 if single else -1)
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -125,7 +132,9 @@ def extract(line: str) -> tuple[dict[str, float], dict[str, float], Shape]:
     counters: dict[str, float] = {}
     values: dict[str, float] = {}
     for slot in shape.slots:
-        if slot.first < 0:
+        if slot.run > 0:
+            value = float(parts[slot.run])
+        elif slot.first < 0:
             value = slot.const
         else:
             value = number(slot.prefix + "".join(parts[2 * slot.first + 1 : 2 * slot.last + 2]) + slot.suffix)

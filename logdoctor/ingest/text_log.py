@@ -44,6 +44,7 @@ plus its values.
 """
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import math
@@ -138,8 +139,18 @@ _LOSS_WORD = re.compile(r"loss|xent|ppl|perplexity|mse|mae|scale", re.IGNORECASE
 def _display_lines(lines: Iterator[bytes]) -> Iterator[str]:
     """Lines as a terminal shows them: the last redraw of each (`\\r`, `\\b` undone)."""
     for raw in lines:
-        parts = _ANSI.sub("", raw.decode("utf-8", errors="replace")).rstrip("\n").split("\r")
-        yield next((p for p in reversed(parts) if p.strip("\b \t")), "").replace("\b", "")
+        text = raw.decode("utf-8", errors="replace")
+        if "\x1b" in text:
+            text = _ANSI.sub("", text)
+        yield display(text.rstrip("\n"))
+
+
+def display(text: str) -> str:
+    """One line (escapes removed) as a terminal shows it: its last redraw, backspaces dropped."""
+    if "\r" not in text and "\b" not in text:
+        return text if text.strip(" \t") else ""
+    parts = text.split("\r")
+    return next((p for p in reversed(parts) if p.strip("\b \t")), "").replace("\b", "")
 
 
 @dataclass
@@ -255,16 +266,14 @@ class _Parser:
 
     def _maybe_header(self, line: str) -> bool:
         """A line of names only (a table's header) starts a table; True when it did."""
-        pipes = line.count("|") >= 2
-        cells = [c.strip() for c in (line.strip().strip("|").split("|") if pipes else line.split())]
-        if len(cells) < 2 or not all(cells) or not all(_CELL_NAME.fullmatch(c) for c in cells):
+        names = _header_names(line)
+        if names is None:
             if self.table is not None and _TEXT.search(line) and not _TABLE_RULE.fullmatch(line):
                 self.table = None
             return False
-        names = [normalise(c) for c in cells]
-        if not any(role(n) in _LOSS_ROLES for n in names) or not any(grain(n) is not None for n in names):
+        if not is_table_header(names):
             return False
-        self.table = _Table(names, pipes)
+        self.table = _Table(names, line.count("|") >= 2)
         return True
 
     def _table_row(self, line: str) -> bool:
@@ -296,13 +305,14 @@ class _Parser:
     def _add(self, rec: _Record, values: dict[str, float], shape: Shape | None, evidence: int | None = None) -> None:
         if not values:
             return
-        if not rec.names:
-            for name, value in rec.counters.items():
-                self._append(rec.row, name, value)
-        for name, value in values.items():
-            self._append(rec.row, name, value)
-            if name not in self.patterns:
-                self.patterns[name] = shape.text if shape is not None else "table row"
+        pairs = values.items() if rec.names else [*rec.counters.items(), *values.items()]
+        ids = self.names
+        self.rows.extend(itertools.repeat(rec.row, len(pairs)))
+        self.ids.extend([ids[name] if name in ids else ids.setdefault(name, len(ids)) for name, _ in pairs])
+        self.values.extend([value for _, value in pairs])
+        if not self.patterns.keys() >= values.keys():
+            for name in values:
+                self.patterns.setdefault(name, shape.text if shape is not None else "table row")
         rec.names |= values.keys()
         self.lines_since_record = 0
         if evidence is None:
@@ -315,10 +325,9 @@ class _Parser:
                 evidence = _MIN_EVIDENCE
         self.evidence += evidence
 
-    def _append(self, row: int, name: str, value: float) -> None:
-        self.rows.append(row)
-        self.ids.append(self.names.setdefault(name, len(self.names)))
-        self.values.append(value)
+    @property
+    def has_values(self) -> bool:
+        return bool(self.values)
 
     def wide(self) -> pl.DataFrame:
         """One row per record holding values, one column per counter and name; a value given again
@@ -338,6 +347,21 @@ class _Parser:
         return pl.DataFrame(columns)
 
 
+def _header_names(line: str) -> list[str] | None:
+    """The names of a line of names only (`|`-separated or aligned), else None."""
+    pipes = line.count("|") >= 2
+    cells = [c.strip() for c in (line.strip().strip("|").split("|") if pipes else line.split())]
+    if len(cells) < 2 or not all(cells) or not all(_CELL_NAME.fullmatch(c) for c in cells):
+        return None
+    return [normalise(c) for c in cells]
+
+
+def is_table_header(names: list[str] | None) -> bool:
+    """Whether a line's names head a table of numbers: a loss among them, and a counter."""
+    return names is not None and any(role(n) in _LOSS_ROLES for n in names) and any(grain(n) is not None for n in names)
+
+
+@functools.lru_cache(maxsize=4096)
 def _is_evidence(name: str) -> bool:
     """A value only a training log prints: a loss, a perplexity, a loss scale."""
     return role(name) in _EVIDENCE_ROLES or name.rsplit("_", 1)[-1] in _PERPLEXITY
@@ -392,22 +416,39 @@ def read_stream(stream: BinaryIO, label: str = STDIN) -> Run:
 
 def read_scalars(path: Path) -> tuple[pl.DataFrame, list[str], list[str]]:
     """A text log's tidy scalars, the notes on how it was read and warnings on rows that could not
-    be placed or a counter that goes back (two trainings in one file); ReadError if it holds no value."""
+    be placed or a counter that goes back (two trainings in one file); ReadError if it holds no value.
+    A file is read column-wise (text_log_columns) unless a line's meaning there depends on the lines
+    before it; then line by line."""
+    from . import text_log_columns  # it builds on this module's line kinds
+
     try:
         with open(path, "rb") as fh:
-            return read_lines(fh, str(path))
+            parsed = None if _LINE_BY_LINE_ONLY else text_log_columns.parse(fh)
+            if parsed is None:
+                fh.seek(0)
+                return read_lines(fh, str(path))
     except OSError as exc:
         raise ReadError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") from None
+    return _scalars(parsed, str(path))
+
+
+#: Tests set this to read every file line by line, the reference the column-wise reading must equal.
+_LINE_BY_LINE_ONLY = False
 
 
 def read_lines(lines: Iterator[bytes], label: str) -> tuple[pl.DataFrame, list[str], list[str]]:
-    """`read_scalars` over raw lines from any source (a file, stdin)."""
+    """`read_scalars` over raw lines from any source (a file, stdin), line by line."""
     parser = _Parser()
     for line in _display_lines(lines):
         parser.feed(line)
-    if not parser.values:
+    return _scalars(parser, label)
+
+
+def _scalars(parsed: _Parser, label: str) -> tuple[pl.DataFrame, list[str], list[str]]:
+    """Records (from either reading) -> tidy scalars, notes and warnings."""
+    if not parsed.has_values:
         raise ReadError(f"{label}: no line with a metric value in this text log")
-    frame, notes = _loss_from_perplexity(parser.wide())
+    frame, notes = _loss_from_perplexity(parsed.wide())
     steps = plan(frame)
     metrics = [c for c in steps.frame.columns if c not in steps.exclude]
     scalars = wide_to_tidy(steps.frame, steps.column, metrics)
@@ -416,15 +457,15 @@ def read_lines(lines: Iterator[bytes], label: str) -> tuple[pl.DataFrame, list[s
     warnings = []
     if steps.column is not None:
         warnings = stepless_rows(steps.frame, steps.column, metrics) + step_restarts(steps.frame, steps.column)
-    notes = steps.notes + notes + _pattern_notes(parser)
-    if parser.skipped:
-        notes.append(f"{parser.skipped} line(s) with numbers gave no metric, e.g. {parser.skipped_example!r}")
+    notes = steps.notes + notes + _pattern_notes(parsed.patterns)
+    if parsed.skipped:
+        notes.append(f"{parsed.skipped} line(s) with numbers gave no metric, e.g. {parsed.skipped_example!r}")
     return scalars, notes, warnings
 
 
-def _pattern_notes(parser: _Parser) -> list[str]:
+def _pattern_notes(patterns: dict[str, str]) -> list[str]:
     """Which line shape gave which metrics (digits shown as #), one note per shape."""
     by_shape: dict[str, list[str]] = {}
-    for name, shape in parser.patterns.items():
+    for name, shape in patterns.items():
         by_shape.setdefault(shape, []).append(name)
     return [f"line {shape.strip()[:90]!r} -> {', '.join(names)}" for shape, names in by_shape.items()]

@@ -1,0 +1,307 @@
+"""Console logs read column-wise: a long log in seconds, with the same result as line by line.
+
+`text_log._Parser` reads a log a line at a time in Python, about 20 µs a line: a
+315 MB log (3.5 million lines) took over a minute. But a training log is a few line
+shapes repeated (the text between its digit runs; `text_line` parses each shape
+once), so most of the work can be done a block of lines at a time in polars:
+
+* a block of the file is cut into lines, escapes and redraws undone (lines with a
+  `\\r` or `\\b` go through `text_log.display`, as line by line), blank lines dropped;
+* each line's shape is its text with the digit runs marked; each new shape's first
+  line is parsed by `text_line.extract`, which says which digit runs make which
+  counter or value, so the values of all the block's lines of that shape are cut
+  out and converted at once;
+* which lines make records follows the line-by-line rules in numpy: a line with
+  counters and values opens a record (or joins the one before when its counters
+  are the same and its names new), a line of values without a counter joins or
+  follows the record before it when it comes right after one (or the log has no
+  counters yet), anything else with numbers is a skipped line.
+
+This holds only while no line's meaning depends on an open record: a counter-only
+line that gathers the value lines after it, Keras' `Epoch N/M` and progress bars,
+a table's header, or a shape whose parse would not be the same for every line of it
+(the `#` a shape is keyed by stands in the line itself too; a digit outside ASCII;
+a number polars does not read as Python does). A file with any of them is read
+line by line instead (`parse` gives None), so both readings give the same records,
+names, notes and skipped lines; a test holds them equal on every log the tests know.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+import numpy as np
+import polars as pl
+
+from .text_line import _DIGITS, Shape, extract
+from .text_log import _ANSI, _COUNTER_WORD, _KERAS_EPOCH, _PROGRESS, _header_names, display, is_table_header
+
+#: Bytes read at a time: a block's lines, as polars strings, cost about twice this.
+_BLOCK = 32 << 20
+#: More distinct line shapes than this is no log of repeated lines: read it line by line.
+_MAX_SHAPES = 1024
+#: What marks a digit run in a shape's key (a line holding it is read line by line).
+_MARK = "\x00"
+
+# What a non-blank line is, by its shape.
+_TEXT = 0  # no digit
+_COUNTED = 1  # counters and values: a record
+_VALUES = 2  # values without a counter: a record when it follows one
+_VALUES_NAMING_STEP = 3  # values beside a counter word without its number: skipped
+_NOTHING = 4  # numbers that read as nothing: skipped
+
+
+@dataclass
+class _Form:
+    """One line shape: what its first line read as, and the values of its lines that make records."""
+
+    shape: Shape
+    kind: int
+    counters: list[str]
+    values: list[str]
+    numbers: list[pl.Expr]
+    #: Per block: the record lines' numbers (their place among all record lines) and their values.
+    blocks: list[pl.DataFrame] = field(default_factory=list)
+
+    def table(self) -> pl.DataFrame:
+        return pl.concat(self.blocks) if self.blocks else pl.DataFrame()
+
+
+def _number(slot, parts: list[str]) -> pl.Expr:
+    """A slot of a shape (see `text_line._Slot`) as an expression over a line's digit runs (`runs`)."""
+    if slot.first < 0:
+        return pl.lit(slot.const, dtype=pl.Float64)
+    runs = pl.col("runs")
+    if slot.run > 0:
+        return runs.list.get(slot.first).cast(pl.Float64, strict=False)
+    pieces = [pl.lit(slot.prefix)]
+    for j in range(slot.first, slot.last + 1):
+        if j > slot.first:
+            pieces.append(pl.lit(parts[2 * j]))
+        pieces.append(runs.list.get(j))
+    pieces.append(pl.lit(slot.suffix))
+    return pl.concat_str(pieces).str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False)
+
+
+def _form(key: str, line: str) -> _Form | None:
+    """A shape's reading from its first line; None when it needs the line-by-line reading."""
+    parts = _DIGITS.split(line)
+    if len(parts) // 2 != key.count(_MARK) or _KERAS_EPOCH.fullmatch(line) or _PROGRESS.match(line):
+        return None
+    counters, values, shape = extract(line)
+    if counters and not values:
+        return None  # a counter-only line: the value lines after it are its record's
+    if counters:
+        kind = _COUNTED
+    elif values:
+        kind = _VALUES_NAMING_STEP if _COUNTER_WORD.search(line) else _VALUES
+    else:
+        kind = _NOTHING
+    slots = [s for s in shape.slots if s.counter] + [s for s in shape.slots if not s.counter]
+    return _Form(shape, kind, list(counters), list(values), [_number(s, parts).alias(f"v{i}") for i, s in enumerate(slots)])
+
+
+class _Reader:
+    """Blocks of decoded lines -> each shape's record lines and values; records are made in `records`."""
+
+    def __init__(self) -> None:
+        self.forms: list[_Form] = []
+        self.by_key: dict[str, int] = {}
+        self.shape_keys: set[str] = set()
+        #: The shape of each record line, in order (one array per block).
+        self.record_forms: list[np.ndarray] = []
+        self.record_lines = 0
+        self.counters_seen = False
+        #: Whether the last non-blank line gave a record values (as if so before the first line).
+        self.last_gave = True
+        self.skipped = 0
+        self.skipped_example = ""
+
+    def feed(self, text: str) -> bool:
+        """Read a block of whole lines; False when the file needs the line-by-line reading."""
+        lines = pl.Series("line", [text]).str.split("\n").explode()
+        if "\x1b" in text:
+            lines = lines.str.replace_all(_ANSI.pattern, "")
+        if "\r" in text or "\b" in text:
+            redrawn = lines.str.contains(r"[\r\x08]").arg_true()
+            lines = lines.scatter(redrawn, [display(t) for t in lines.gather(redrawn).to_list()])
+        frame = pl.DataFrame([lines]).filter(~pl.col("line").str.contains(r"^[\s\x1c-\x1f]*$"))
+        unsure = pl.col("line").str.contains(_MARK, literal=True) | pl.col("line").str.contains(r"[\d&&[^0-9]]")
+        if frame.select(unsure.any()).item():
+            return False
+        frame = frame.with_row_index("i").with_columns(digits=pl.col("line").str.contains("[0-9]"))
+        for line in frame.filter(~pl.col("digits"))["line"].unique().to_list():
+            if is_table_header(_header_names(line)):
+                return False
+        numbered = frame.filter("digits").select("i", "line", key=pl.col("line").str.replace_all("[0-9]+", _MARK))
+        if not self._learn(numbered):
+            return False
+        numbered = numbered.select("i", "line", form=pl.col("key").replace_strict(self.by_key, return_dtype=pl.Int32))
+        self._records(frame, numbered)
+        return True
+
+    def _learn(self, numbered: pl.DataFrame) -> bool:
+        """Parse each new shape's first line; False when one cannot be read column-wise."""
+        first = numbered.unique("key", keep="first", maintain_order=True)
+        for key, line in first.select("key", "line").iter_rows():
+            if key in self.by_key:
+                continue
+            form = _form(key, line)
+            if form is None or form.shape.text in self.shape_keys or len(self.forms) >= _MAX_SHAPES:
+                return False  # two shapes the line-by-line reading would take as one (a `#` in the text)
+            self.by_key[key] = len(self.forms)
+            self.shape_keys.add(form.shape.text)
+            self.forms.append(form)
+        return True
+
+    def _records(self, frame: pl.DataFrame, numbered: pl.DataFrame) -> None:
+        """Which of the block's lines give a record values (see the module doc), and their values."""
+        kinds = np.array([f.kind for f in self.forms], dtype=np.int8)
+        kind = np.full(frame.height, _TEXT, dtype=np.int8)
+        index = numbered["i"].to_numpy()
+        kind[index] = kinds[numbered["form"].to_numpy()]
+        counted, values = kind == _COUNTED, kind == _VALUES
+        # a value line is a record line when no counter came before it or the line before gave a record values
+        seen = self.counters_seen | ((np.cumsum(counted) - counted) > 0)
+        place = np.arange(frame.height)
+        before = np.maximum.accumulate(np.where(values, -1, place))  # the line before each run of value lines
+        before_gave = np.where(before >= 0, counted[np.maximum(before, 0)], self.last_gave)
+        taken = values & (~seen | before_gave)
+        gives = counted | taken
+        skipped = (kind >= _VALUES) & ~taken
+        if skipped.any():
+            if not self.skipped_example:
+                self.skipped_example = frame["line"][int(np.argmax(skipped))].strip()[:120]
+            self.skipped += int(skipped.sum())
+        if frame.height:
+            self.counters_seen |= bool(counted.any())
+            self.last_gave = bool(gives[-1])
+        record = numbered.filter(pl.Series(gives[index])).with_columns(
+            n=pl.int_range(self.record_lines, self.record_lines + pl.len(), dtype=pl.Int64)
+        )
+        self.record_forms.append(record["form"].to_numpy())
+        self.record_lines += record.height
+        for (form,), part in record.partition_by("form", as_dict=True, maintain_order=True).items():
+            got = part.select("n", runs=pl.col("line").str.extract_all("[0-9]+")).select("n", *self.forms[form].numbers)
+            self.forms[form].blocks.append(got)
+
+    def readable(self) -> bool:
+        """Every value converted as Python would, and no name both a counter and a value."""
+        for form in self.forms:
+            if any(b.drop("n").null_count().pipe(sum).item() for b in form.blocks):
+                return False
+        counters = {c for f in self.forms for c in f.counters}
+        return not counters & {v for f in self.forms for v in f.values}
+
+
+@dataclass
+class Records:
+    """What `text_log._Parser` holds after a file, made column-wise: the same `wide()` and notes."""
+
+    frame: pl.DataFrame
+    patterns: dict[str, str]
+    skipped: int
+    skipped_example: str
+
+    @property
+    def has_values(self) -> bool:
+        return self.frame.height > 0
+
+    def wide(self) -> pl.DataFrame:
+        return self.frame
+
+
+def parse(fh: BinaryIO) -> Records | None:
+    """A log file's records read column-wise, or None when it needs the line-by-line reading."""
+    reader = _Reader()
+    tail = b""
+    while block := fh.read(_BLOCK):
+        block = tail + block
+        cut = block.rfind(b"\n") + 1
+        tail = block[cut:]
+        if cut and not reader.feed(block[:cut].decode("utf-8", errors="replace")):
+            return None
+    if tail and not reader.feed(tail.decode("utf-8", errors="replace")):
+        return None
+    if not reader.readable():
+        return None
+    return _records(reader)
+
+
+def _records(reader: _Reader) -> Records:
+    """Record lines -> records, as `_Parser` makes them: a counted line opens a record unless its
+    counters are the record's and its names new to it; a value line joins the record unless it
+    repeats one of its names, then opens one under the same counters."""
+    forms = reader.forms
+    form = np.concatenate(reader.record_forms) if reader.record_forms else np.zeros(0, dtype=np.int32)
+    n = len(form)
+    if n == 0:
+        return Records(pl.DataFrame(), {}, reader.skipped, reader.skipped_example)
+    tables = [f.table() for f in forms]
+    counted = np.array([f.kind == _COUNTED for f in forms])[form]
+    # each record line's counters: its own, or (a value line) those of the record before
+    source = np.maximum.accumulate(np.where(counted, np.arange(n), -1))
+    counter_names = list(dict.fromkeys(c for f in forms for c in f.counters))
+    own = {c: np.full(n, np.nan) for c in counter_names}
+    for f, table in zip(forms, tables):
+        if f.kind == _COUNTED and table.height:
+            lines = table["n"].to_numpy()
+            for j, c in enumerate(f.counters):
+                own[c][lines] = table[f"v{j}"].to_numpy()
+    counters = {c: np.where(source >= 0, v[np.maximum(source, 0)], np.nan) for c, v in own.items()}
+    same = np.ones(n - 1, dtype=bool)
+    for v in counters.values():
+        same &= (v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1]))
+    names = [frozenset(f.values) for f in forms]
+    pairs, pair_of = np.unique(form[:-1].astype(np.int64) * len(forms) + form[1:], return_inverse=True)
+    overlaps = np.array([bool(names[p // len(forms)] & names[p % len(forms)]) for p in pairs], dtype=bool)
+    opens = np.ones(n, dtype=bool)
+    opens[1:] = overlaps[pair_of] | (counted[1:] & ~same)
+    # a line that joins a record of two lines or more: only its whole set of names says
+    current: frozenset[str] = frozenset()
+    last = -2
+    for k in np.flatnonzero(~opens).tolist():
+        if k - 1 != last:
+            current = names[form[k - 1]]
+        if current & names[form[k]]:
+            opens[k] = True
+            current = names[form[k]]
+        else:
+            current = current | names[form[k]]
+        last = k
+    row = np.cumsum(opens) - 1
+    rows = int(row[-1]) + 1
+    order, patterns = _names(forms, form, opens, source)
+    columns = []
+    openers = np.flatnonzero(opens)
+    for name in order:
+        if name in counters:
+            v = counters[name][openers]
+            where, got = np.flatnonzero(~np.isnan(v)), v[~np.isnan(v)]
+        else:
+            where, got = [], []
+            for f, table in zip(forms, tables):
+                if name in f.values and table.height:
+                    where.append(row[table["n"].to_numpy()])
+                    got.append(table[f"v{len(f.counters) + f.values.index(name)}"].to_numpy())
+            where, got = np.concatenate(where), np.concatenate(got)
+        columns.append(pl.Series(name, [], dtype=pl.Float64).extend_constant(None, rows).scatter(where, got))
+    return Records(pl.DataFrame(columns), patterns, reader.skipped, reader.skipped_example)
+
+
+def _names(forms: list[_Form], form: np.ndarray, opens: np.ndarray, source: np.ndarray) -> tuple[list[str], dict[str, str]]:
+    """The columns in the order the line-by-line reading first gives each (a record's counters when
+    it opens, then the line's values), and each value's first line shape."""
+    counters_from = np.where(source >= 0, form[np.maximum(source, 0)], -1)
+    code = (form.astype(np.int64) * 2 + opens) * (len(forms) + 1) + counters_from + 1
+    _, first = np.unique(code, return_index=True)
+    order: dict[str, None] = {}
+    patterns: dict[str, str] = {}
+    for k in np.sort(first).tolist():
+        if opens[k] and counters_from[k] >= 0:
+            order.update(dict.fromkeys(forms[counters_from[k]].counters))
+        f = forms[form[k]]
+        for name in f.values:
+            order.setdefault(name)
+            patterns.setdefault(name, f.shape.text)
+    return list(order), patterns
