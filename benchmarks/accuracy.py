@@ -19,7 +19,8 @@ folder) come in two schemas, read by `read_label`:
 * shared (real-logs-dev*, holdout): `label` = the expected main code or
   "healthy", `acceptable` = other codes also fair as the top finding (for a
   healthy run: findings that are fair remarks, not alarms), `why`, optional
-  `thread_cause` (pastes) and `family` (generated runs);
+  `thread_cause` (pastes), `family` (generated runs) and `format` (or
+  `framework`, pastes);
 * sample_runs: `codes` (main first, the rest acceptable) and `healthy`.
 
 Definitions (what the numbers mean):
@@ -70,6 +71,7 @@ from logdoctor.model import Diagnosis, Finding, Run, RunDiagnosis  # noqa: E402
 from logdoctor.report.text import verdict  # noqa: E402
 
 FIRING = ("critical", "warning")
+GROUPS = ("family", "format")  # label fields the report breaks the headline down by
 BANDS = ((0.0, 0.6), (0.6, 0.75), (0.75, 0.9), (0.9, 1.01))
 HEALTHY = "healthy"
 SHARED = ROOT.parent / "shared"
@@ -101,7 +103,8 @@ class Label:
     main: str  # the expected main code, or "healthy"
     acceptable: tuple[str, ...] = ()  # other codes fair as the top finding (healthy: fair remarks)
     why: str = ""
-    family: str = ""
+    family: str = ""  # model / task family (generated runs): scored one family at a time
+    format: str = ""  # log format or framework: where a reader, not a rule, may lose accuracy
 
     @property
     def healthy(self) -> bool:
@@ -132,7 +135,8 @@ def read_label(raw: dict) -> Label:
         raise ValueError("neither `label` nor `codes`")
     if not isinstance(main, str) or not isinstance(acceptable, list) or not all(isinstance(c, str) for c in acceptable):
         raise ValueError("`label` must be a code and `acceptable`/`codes` a list of codes")
-    return Label(main, tuple(c for c in acceptable if c != main), why, str(raw.get("family") or ""))
+    return Label(main, tuple(c for c in acceptable if c != main), why, str(raw.get("family") or ""),
+                 str(raw.get("format") or raw.get("framework") or ""))
 
 
 def load_labels(path: Path) -> dict[str, Label]:
@@ -278,8 +282,13 @@ def per_code(scored: list[Scored]) -> dict[str, dict]:
     return table
 
 
+def groups(scored: list[Scored]) -> dict[str, list[str]]:
+    """Values of each GROUPS label field worth a row each: not when most runs would sit alone in theirs."""
+    found = {key: sorted({getattr(s.label, key) for s in scored} - {""}) for key in GROUPS}
+    return {key: values for key, values in found.items() if values and len(values) <= len(scored) / 2}
+
+
 def metrics(scored: list[Scored]) -> dict:
-    families = sorted({s.label.family for s in scored if s.label.family})
     confusion = Counter((s.label.main, s.top) for s in scored)
 
     def wrong(s: Scored) -> dict:
@@ -293,7 +302,8 @@ def metrics(scored: list[Scored]) -> dict:
         "per_code": per_code(scored),
         "confusion": {f"{a} -> {b}": n for (a, b), n in sorted(confusion.items())},
         "calibration": calibration(scored),
-        "families": {fam: headline([s for s in scored if s.label.family == fam]) for fam in families},
+        "by": {key: {value: headline([s for s in scored if getattr(s.label, key) == value]) for value in values}
+               for key, values in groups(scored).items()},
         "top1_misses": [wrong(s) for s in scored if not s.label.healthy and not s.right],
         "false_alarms": [wrong(s) for s in scored if s.label.healthy and not s.right],
     }
@@ -341,10 +351,10 @@ def print_report(name: str, m: dict, seconds: float) -> None:
         print(f"labelled but not read: {', '.join(m['unread'])}")
     if m.get("unlabelled"):
         print(f"read but not labelled (not scored): {', '.join(m['unlabelled'])}")
-    if m["families"]:
-        print(f"\n{'family (each scored as unseen)':<32}{'runs':>5}{'faulty':>7}{'top-1':>7}{'recall':>7}{'FA':>7}")
-        for fam, h in m["families"].items():
-            print(f"{fam:<32}{h['runs']:>5}{h['faulty']:>7}{fmt(h['top1']):>7}{fmt(h['recall']):>7}{fmt(h['false_alarm']):>7}")
+    for key, rows in m["by"].items():
+        print(f"\n{key:<32}{'runs':>5}{'faulty':>7}{'top-1':>7}{'recall':>7}{'FA':>7}")
+        for value, h in rows.items():
+            print(f"{value[:31]:<32}{h['runs']:>5}{h['faulty']:>7}{fmt(h['top1']):>7}{fmt(h['recall']):>7}{fmt(h['false_alarm']):>7}")
     print(f"\n{'code':<22}{'labelled':>9}{'fired':>7}{'tp':>5}{'precision':>11}{'recall':>8}")
     for code, c in m["per_code"].items():
         print(f"{code:<22}{c['labelled']:>9}{c['fired']:>7}{c['tp']:>5}{fmt(c['precision']):>11}{fmt(c['recall']):>8}")
@@ -375,10 +385,10 @@ def markdown(results: dict[str, dict], stamp: str) -> str:
         out += ["", f"### {name}", ""]
         if m["unread"]:
             out += [f"Not read: {', '.join(m['unread'])}.", ""]
-        if m["families"]:
-            out += ["| family | runs | faulty | healthy | top-1 | recall | false alarm |", "| --- | --- | --- | --- | --- | --- | --- |"]
-            out += [f"| {f} | {h['runs']} | {h['faulty']} | {h['healthy']} | {fmt(h['top1']).strip()} | {fmt(h['recall']).strip()} | "
-                    f"{fmt(h['false_alarm']).strip()} |" for f, h in m["families"].items()]
+        for key, rows in m["by"].items():
+            out += [f"| {key} | runs | faulty | healthy | top-1 | recall | false alarm |", "| --- | --- | --- | --- | --- | --- | --- |"]
+            out += [f"| {v} | {h['runs']} | {h['faulty']} | {h['healthy']} | {fmt(h['top1']).strip()} | {fmt(h['recall']).strip()} | "
+                    f"{fmt(h['false_alarm']).strip()} |" for v, h in rows.items()]
             out.append("")
         rows, cols, cells = confusion_matrix(m)
         out += ["| label \\ top finding | " + " | ".join(cols) + " |", "| --- " * (len(cols) + 1) + "|"]

@@ -83,6 +83,7 @@ def test_both_label_schemas_read_to_the_same_meaning():
     assert (sample.main, sample.acceptable, sample.healthy) == (shared.main, shared.acceptable, shared.healthy)
     assert shared.family == "gan" and "bursts" in sample.why
     assert accuracy.read_label({"codes": [], "healthy": True}).healthy
+    assert accuracy.read_label({"label": "flat", "framework": "Keras"}).format == "Keras"
     assert accuracy.read_label({"label": "healthy", "acceptable": ["crawl"]}).fair == {"crawl"}
     with pytest.raises(ValueError):
         accuracy.read_label({"verdict": "flat"})
