@@ -162,6 +162,7 @@ def test_real_sample_runs_fit_80_columns_without_trailing_blanks():
     assert max(len(line) for line in lines) <= 80
     assert all(line == line.rstrip() for line in lines)
     assert "mlruns/947427902577955505" not in out and "lightning_logs" not in out  # writer boilerplate dropped
+    assert not re.search(r", steps\n", out)  # the sparkline shrinks before a glance line wraps
     assert lines[-1] == "52 runs: " + lines[-1].split(": ", 1)[1] and "critical" in lines[-1]
     # every code's causes and fix once: the report stays readable in a few screens
     assert out.count("cause: ") < len(re.findall(r"^  \d+\. ", out, re.M)) / 2

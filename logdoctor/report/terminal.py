@@ -169,8 +169,11 @@ def render_run(console: Console, rd: RunDiagnosis, advice: Advice | None = None)
         return
     print_hanging(console, status, name)
     if loss is not None:
-        spark, ends = loss_glance(loss)
+        _, ends = loss_glance(loss)
         span = f"logged {ends}, steps {fmt_num(int(loss.steps[0]))}–{fmt_num(int(loss.steps[-1]))}"
+        # the sparkline gives way (24 down to 12 cells) before the glance wraps onto a second line
+        room = console.width - 4 - len(loss.name) - 1 - 2 - len(span)  # the body wraps at width - its hang of 4
+        spark, _ = loss_glance(loss, width=max(12, min(24, room)))
         print_hanging(console, "  ", Text.assemble((loss.name, "dim"), " ", spark, "  ", (span, "dim")), indent=4)
     for i, f in enumerate((f for f in rd.findings if f.severity != "info"), 1):
         _finding(console, i, f, advice)
