@@ -280,6 +280,10 @@ def replay(
     if not quiet:
         _console(stderr=True).print(escape(result.summary()), highlight=False)
     diagnosis = result.diagnosis()
+    from .naming import root_label
+
+    for rd in diagnosis.runs:  # the checkpoint's run, named like a run given as PATH
+        rd.run.name = root_label(str(checkpoint))
     _emit(diagnosis, fmt, output, Style(no_plots=True, config_source=config.source))
     raise typer.Exit(exit_code([rd.status for rd in diagnosis.runs], fail_on))
 

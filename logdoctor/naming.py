@@ -18,12 +18,17 @@ from pathlib import Path, PurePath
 #: runs/<task>/train, a run's own log file).
 _BOILERPLATE = re.compile(
     r"""lightning_logs|version_\d+|wandb|(offline-)?run-\d{8}_\d{6}-\w+|latest-run|mlruns|\d+|[0-9a-f]{32}
-    |runs|detect|segment|classify|pose|obb|train\d*
+    |runs|detect|segment|classify|pose|obb|train\d*|checkpoints?|checkpoint-\d+
     |.+\.(csv|tsv|gz|json|jsonl|wandb|log|txt|out)|events\.out\.tfevents\..*""",
     re.VERBOSE,
 )
-#: File stems writers give every run's log: a run given as such a file is named after its folder.
-_GENERIC_STEMS = re.compile(r"metrics|log|logs|results|trainer_state|output|nohup|train(ing)?|history|progress|events\.out\.tfevents\..*|run-.*|wandb-history", re.I)
+#: File stems writers give every run's log or checkpoint: a run given as such a file is named after
+#: its folder.
+_GENERIC_STEMS = re.compile(
+    r"metrics|log|logs|results|trainer_state|output|nohup|train(ing)?|history|progress|events\.out\.tfevents\..*|run-.*"
+    r"|wandb-history|ckpt|checkpoint|model|last|best|pytorch_model|optimizer|(epoch|step)=.*",
+    re.I,
+)
 
 
 def root_label(root: str) -> str:

@@ -132,6 +132,7 @@ def test_replay_command_json_and_exit_codes(demo):
     validate(doc)  # the package's JSON Schema, as for analyze and audit
     (run,) = doc["runs"]
     assert run["format"] == "checkpoint/training_dict" and run["status"] == "warning"
+    assert run["run"] == demo.name  # named after the folder holding ckpt.pt, as a run given as PATH is
     assert set(run) == {"run", "path", "format", "roles", "status", "verdict", "learning", "findings", "warnings"}
     assert runner.invoke(app, ["replay", str(demo / "ckpt.pt"), "--fail-on", "warning", "-q"], env=WIDE).exit_code == 1
 

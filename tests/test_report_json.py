@@ -172,3 +172,12 @@ def test_the_same_name_in_every_format_and_command(tmp_path):
     assert "CRITICAL · pl\\_flat\\_frozen\\_head\\_swap\n" in (tmp_path / "r.md").read_text()
     invoke("analyze", str(run), "-o", str(tmp_path / "r.html"), "--no-plots")
     assert "pl_flat_frozen_head_swap</" in (tmp_path / "r.html").read_text()
+
+
+def test_a_file_given_as_path_is_named_after_the_folder_a_person_named():
+    from logdoctor.naming import root_label
+
+    assert root_label("/x/run7/checkpoint-500") == "run7"
+    assert root_label("/x/run7/lightning_logs/version_0/checkpoints/epoch=3-step=100.ckpt") == "run7"
+    assert root_label("/x/run7/wandb/offline-run-20261122_031656-k6izagjo/run-k6izagjo.wandb") == "run7"
+    assert root_label("/x/sweep/lr0.1_seed2.log") == "lr0.1_seed2" and root_label("/x/exp3/nohup.out") == "exp3"
