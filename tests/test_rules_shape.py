@@ -647,3 +647,17 @@ def test_a_loss_drifting_up_a_fraction_of_a_percent_at_chance_is_flat_not_diverg
     y = 2.296 + 0.016 * (1 - np.exp(-(x - 1600) / 8000))
     got = fired(diagnose(synthetic({"training_loss": (x, y)})))
     assert "diverge" not in got and "flat" in got
+
+
+def test_a_validation_loss_swinging_by_decades_beside_a_steady_training_loss_is_oscillate():
+    """A Keras ResNet: training 0.27 -> 0.02, validation 35 -> 0.09 -> 80 -> 0.01 -> 320 -> 7.5
+    (BatchNorm statistics that do not fit evaluation). Near miss: a validation loss that falls by
+    decades and then climbs back once is no swing."""
+    e = np.arange(30)
+    train = 0.02 + 0.25 * np.exp(-e / 3) + 0.01 * RNG.random(30)
+    val = np.array([35, 4, 3.5, 1.3, 1.6, 0.26, 0.9, 0.17, 0.34, 0.09, 0.2, 80, 0.6, 0.02, 0.014,
+                    0.015, 0.04, 40, 30, 10, 320, 165, 80, 45, 39, 18, 16, 19, 9, 7.5])
+    got = fired(diagnose(synthetic({"loss": (e, train), "val_loss": (e, val)})))
+    assert "oscillate" in got and got["oscillate"].evidence["val_swings"] >= 3
+    once = np.r_[np.geomspace(35, 0.02, 15), np.geomspace(0.02, 0.5, 15)]
+    assert "oscillate" not in fired(diagnose(synthetic({"loss": (e, train), "val_loss": (e, once)})))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import curves
-from ..model import Finding
+from ..model import Finding, Series
 from ..view import RunView
 from ._loss import shape_loss
 from .base import Rule
@@ -29,12 +29,16 @@ class Oscillate(Rule):
         valley), or is very noisy and drifts upward. Or the loss settles and then climbs back a large part
         of the way toward where it started without blowing up (that is
         `diverge`). Only runs that did learn qualify; a loss that never
-        falls is `flat` or `crawl`.
+        falls is `flat` or `crawl`. Or, with a steady training loss, the
+        validation loss turns up and down by factors of ten or more three
+        times or more (an evaluation that is unstable, not a model that
+        overfits).
     Root causes:
         - learning rate too high for this phase of training: fine early, overshooting near the minimum
         - no decay: a constant LR where the recipe expects cosine / step decay
         - batch too small for the LR (gradient noise), or momentum / Adam beta2 too high for the LR
         - gradient accumulation not divided by the number of micro-steps (an N-times LR)
+        - (validation swings only) BatchNorm running statistics that do not match the evaluation data: small or unshuffled batches, a different preprocessing at evaluation, or the model not switched to eval()
     Fix:
         - lower the LR 3-10x, or add decay (cosine to ~10 % of peak, or step decay) for the late phase
         - add warmup and gradient clipping (clip_grad_norm_ at 1.0)
@@ -88,17 +92,24 @@ class Oscillate(Rule):
         "min_late_noise": 0.05,
         # settles then bounces: the end sits this share of the progress above the best level
         "min_rebound": 0.3,
+        # validation swings: at least min_swings reversals of swing_decades (log10) or more
+        "swing_decades": 1.0,
+        "min_swings": 3,
     }
     suppresses = ("spike",)
     #: a training loss thrown around by the optimizer explains a validation loss that climbs with it
     outranks = ("overfit",)
 
     def check(self, view: RunView) -> list[Finding]:
-        # the training loss only: a validation loss that turns back up is `overfit`
+        # the training loss; a validation loss that turns back up is `overfit`, one that swings by
+        # decades beside a steady training loss is an unstable evaluation
         series = shape_loss(view, "train_loss")
         c = curves.curve(series)
         if c is None or len(c) < self.params["min_points_rebound"]:
             return []
+        swings = self._validation_swings(shape_loss(view, "val_loss"), series)
+        if swings:
+            return [swings]
         progress = c.start - c.best
         # progress <= 0 too: a loss that never went below its start (0.0 included) has nothing to bounce about
         if progress <= 0 or progress < self.params["min_progress"] * abs(c.start) or progress < self.params["min_progress_noise"] * c.y_noise:
@@ -184,3 +195,43 @@ class Oscillate(Rule):
                 },
             )
         ]
+
+    def _validation_swings(self, val: Series | None, train: Series) -> Finding | None:
+        """The validation loss jumps up and comes back down by a decade or more, again and again (a
+        descent, then one climb back, is no swing), while the training loss stays within a decade
+        over the second half."""
+        if val is None:
+            return None
+        ok = np.isfinite(val.values) & (val.values > 0)
+        if ok.sum() < self.params["min_points_rebound"]:
+            return None
+        steps, logs = val.steps[ok], np.log10(val.values[ok])
+        late = logs[len(logs) // 2 :]
+        swings = _decade_reversals(logs, self.params["swing_decades"])
+        train_ok = np.isfinite(train.values) & (train.values > 0) & (train.steps >= steps[len(logs) // 2])
+        train_span = float(np.ptp(np.log10(train.values[train_ok]))) if train_ok.sum() >= 2 else np.inf
+        if swings < self.params["min_swings"] or train_span >= 1.0:
+            return None
+        span = float(np.ptp(late))
+        return self.finding(
+            val,
+            title=f"{val.name} swings up and down by 10x or more {swings} times (over {span:.1f} decades in the second half) while training loss stays steady",
+            steps=(int(steps[len(logs) // 2]), int(steps[-1])),
+            confidence=0.55 + 0.4 * min(1.0, (swings - 1) / 4) * min(1.0, span / 3),
+            evidence={"val_log10_span": span, "val_swings": swings, "train_log10_span": train_span},
+        )
+
+
+def _decade_reversals(logs: np.ndarray, decades: float) -> int:
+    """Moves of at least `decades` (in log10) that reverse the previous such move's direction."""
+    count, anchor, direction = 0, float(logs[0]), 0
+    for x in logs[1:]:
+        move = float(x) - anchor
+        if abs(move) >= decades:
+            step = 1 if move > 0 else -1
+            if direction and step != direction:
+                count += 1
+            direction, anchor = step, float(x)
+        elif direction and (x - anchor) * direction > 0:
+            anchor = float(x)  # the move goes on: follow it to its extreme
+    return count
