@@ -21,8 +21,9 @@ SCALAR_SCHEMA = {
 }
 
 SEVERITIES = ("critical", "warning", "info")
-#: C0/C1 control characters and DEL: an ESC in a metric name would drive the user's terminal.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: C0/C1 control characters and DEL (an ESC in a metric name would drive the user's terminal), and
+#: the lone surrogates that carry a non-UTF-8 file name's bytes (no encoder can write them).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\udc80-\udcff]")
 
 
 def printable(text: str) -> str:
@@ -32,7 +33,7 @@ def printable(text: str) -> str:
     names, config keys and values, warnings, notes): every report format then only has to
     escape its own syntax (Markdown, HTML, rich markup).
     """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()) & 0xFF:02x}", text)  # a surrogate \udce9 shows its byte, \xe9
 SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 
 

@@ -165,6 +165,7 @@ def _make_printable(run: Run) -> None:
     mapping only when one of them changes (a per-row Python call would cost seconds on a
     million-point run)."""
     run.name = printable(run.name)
+    run.path = printable(run.path)
     run.warnings = [printable(w) for w in run.warnings]
     run.notes = [printable(n) for n in run.notes]
     run.config = {printable(str(k)): printable(v) if isinstance(v, str) else v for k, v in run.config.items()}
@@ -201,6 +202,7 @@ def load_runs(root: Path) -> tuple[list[Run], list[str]]:
         got, errs = read_source(source, root)
         runs.extend(got)
         errors.extend(errs)
+    errors = [printable(line) for line in errors]  # the walk's own lines name folders too
     if root.is_file() and not runs and not errors:
         # a folder walk skips files that are no log quietly; a file named explicitly deserves a reason
         errors.append(f"{root}: not a training log logdoctor recognises")

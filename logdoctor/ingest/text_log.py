@@ -337,13 +337,20 @@ class _Parser:
         ids = np.frombuffer(self.ids, dtype=np.int64)
         values = np.frombuffer(self.values, dtype=np.float64)
         kept = np.unique(rows)
+        # each name's values in feed order, grouped by one stable sort (a scan per name is
+        # quadratic in a line of 20,000 names); columns built in numpy, nulls set once each
+        order = np.argsort(ids, kind="stable")
+        bounds = np.searchsorted(ids[order], np.arange(len(self.names) + 1))
         columns = []
         for name, i in self.names.items():
-            mine = ids == i
+            mine = order[bounds[i] : bounds[i + 1]]
             # the last value of each row: the first occurrence in reversed order
             where, last = np.unique(rows[mine][::-1], return_index=True)
-            column = pl.Series(name, [], dtype=pl.Float64).extend_constant(None, len(kept))
-            columns.append(column.scatter(np.searchsorted(kept, where), values[mine][::-1][last]))
+            at = np.searchsorted(kept, where)
+            column, missing = np.full(len(kept), np.nan), np.ones(len(kept), dtype=bool)
+            column[at], missing[at] = values[mine][::-1][last], False
+            series = pl.Series(name, column)
+            columns.append(series.set(pl.Series(missing), None) if missing.any() else series)
         return pl.DataFrame(columns)
 
 

@@ -1,0 +1,716 @@
+"""Mutation fuzzer for the promise "bad input gets one clear line, the good runs are still reported".
+
+Each case is a folder holding a good run (a fixed sample, whose diagnosis is known) beside a
+damaged copy of a run of some format: bytes flipped, cut, spliced; TFRecord lengths and CRCs
+broken; ragged, wide and exotic CSVs; wrong-typed and deep JSON; YAML bombs and `!!python`
+tags; odd MLflow stores; console logs with escape storms and enormous lines; hostile file and
+folder names, symlink loops, folders nobody may read; broken `logdoctor.toml`. Cases are made
+from a seed, so any outcome can be replayed (`--replay N`).
+
+In-process, a worker runs `logdoctor analyze CASE -o report.json` through the CLI's own entry
+point (typer's runner) under a 4 GiB address-space cap; the parent kills a case after 30 s.
+Through the CLI, the same cases run as `python -m logdoctor analyze` processes.
+
+Outcomes: ok (read, or every problem one clear line), traceback, hang, out of memory, killed
+by a signal, lost (the good run missing or diagnosed differently), bad output (a control
+character from a log reached the report or a skipped line).
+
+    python benchmarks/fuzz.py --inprocess 10000 --cli 700 --md docs/robustness.md
+    python benchmarks/fuzz.py --replay 1234          # rebuild case 1234 and run it in the foreground
+
+Run the long form under the suite lock: flock /tmp/logdoctor-suite.lock nice -n 10 python ...
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_runs"
+GOOD = "kcsv_healthy_history"
+HANG_S = 30
+MEMORY = 4 << 30
+#: Sample runs mutated, one per layout.
+SEEDS = {
+    "tensorboard": "tb_healthy_adam_constant",
+    "tensorboard-new": "tbn_healthy_charlm_warmup_cosine",
+    "keras-tb": "keras_healthy_short_10_epochs",
+    "hf": "hf_healthy_linear_warmup",
+    "lightning": "pl_healthy_onecycle_cnn",
+    "csv": "csv_healthy_amp_charlm",
+    "keras-csv": "kcsv_healthy_history",
+    "mlflow": "mlf_healthy_short_10_epochs",
+    "wandb": "wb_healthy_amp_digits",
+}
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+OUTCOMES = ("ok", "traceback", "hang", "out of memory", "signal", "lost", "bad output")
+
+
+# --------------------------------------------------------------------------- seeds
+
+
+def _curve(n: int = 60) -> list[tuple[int, float, float]]:
+    return [(s * 10, 2.5 * 0.97**s + 0.05, 2.6 * 0.975**s + 0.12) for s in range(n)]
+
+
+def _write_synthetic(kind: str, folder: Path) -> None:
+    """Layouts the sample runs lack, written from one healthy curve."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = _curve()
+    if kind == "wandb-jsonl":
+        files = folder / "wandb" / "run-20240101_000000-abcd1234" / "files"
+        files.mkdir(parents=True)
+        with open(files / "wandb-history.jsonl", "w") as fh:
+            for step, loss, val in rows:
+                fh.write(json.dumps({"_step": step, "_timestamp": 1.7e9 + step, "train/loss": loss, "val/loss": val, "lr": 1e-3}) + "\n")
+        (files / "wandb-summary.json").write_text(json.dumps({"train/loss": rows[-1][1]}))
+        (files / "config.yaml").write_text("wandb_version: 1\nlr:\n  desc: null\n  value: 0.001\nbatch_size:\n  value: 32\n")
+    elif kind == "wandb-ui-csv":
+        lines = ["Step,myrun - train/loss,myrun - train/loss__MIN,myrun - train/loss__MAX,myrun - val/loss"]
+        lines += [f"{s},{a},{a},{a},{b}" for s, a, b in rows]
+        (folder / "wandb_export_2024-01-01T00_00_00.csv").write_text("\n".join(lines) + "\n")
+    elif kind == "text":
+        lines = ["Loading data...", "Model has 1.2M parameters"]
+        lines += [f"epoch {s // 100} step {s} | train_loss {a:.4f} | lr 0.001" for s, a, _ in rows]
+        lines += [f"[eval] step {s} val_loss {b:.4f}" for s, _, b in rows[::10]]
+        (folder / "train.log").write_text("\n".join(lines) + "\n")
+    elif kind == "ultralytics":
+        head = "                  epoch,      train/box_loss,      train/cls_loss,   metrics/mAP50(B),        val/box_loss,      val/cls_loss"
+        body = [f"{i + 1:>23},{a:>20.5f},{a / 2:>20.5f},{1 - b / 3:>20.5f},{b:>20.5f},{b / 2:>20.5f}" for i, (_, a, b) in enumerate(rows[:30])]
+        (folder / "results.csv").write_text("\n".join([head] + body) + "\n")
+        (folder / "args.yaml").write_text("task: detect\nmodel: yolov8n.pt\nepochs: 30\nlr0: 0.01\n")
+    else:
+        raise ValueError(kind)
+
+
+SYNTHETIC = ("wandb-jsonl", "wandb-ui-csv", "text", "ultralytics")
+
+
+def place_seed(kind: str, folder: Path) -> None:
+    if kind in SEEDS:
+        shutil.copytree(SAMPLES / SEEDS[kind], folder, symlinks=True)
+    else:
+        _write_synthetic(kind, folder)
+
+
+# --------------------------------------------------------------------------- mutations
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def _pick(rng: random.Random, folder: Path, pattern: str = "") -> Path | None:
+    files = [p for p in _files(folder) if re.search(pattern, p.name)]
+    return rng.choice(files) if files else None
+
+
+def m_flip(rng, folder):
+    path = _pick(rng, folder)
+    data = bytearray(path.read_bytes())
+    for _ in range(rng.choice([1, 1, 2, 8, 64])):
+        if data:
+            data[rng.randrange(len(data))] = rng.randrange(256)
+    path.write_bytes(bytes(data))
+    return f"flip bytes in {path.name}"
+
+
+def m_truncate(rng, folder):
+    path = _pick(rng, folder)
+    data = path.read_bytes()
+    cut = rng.choice([0, 1, rng.randrange(len(data) + 1), len(data) // 2, max(0, len(data) - 3)])
+    path.write_bytes(data[:cut])
+    return f"truncate {path.name} at {cut}"
+
+
+def m_splice(rng, folder):
+    path = _pick(rng, folder)
+    data = path.read_bytes()
+    junk = rng.choice([os.urandom(rng.randrange(1, 300)), data[: rng.randrange(len(data) + 1)], b"\x00" * 1000, b"\xff\xfe" * 50])
+    at = rng.randrange(len(data) + 1)
+    path.write_bytes(data[:at] + junk + data[at:])
+    return f"splice {len(junk)} bytes into {path.name}"
+
+
+def _records(data: bytes) -> list[int]:
+    """Offsets of the TFRecord headers in an event file."""
+    offsets, at = [], 0
+    while at + 12 <= len(data):
+        (length,) = struct.unpack("<Q", data[at : at + 8])
+        offsets.append(at)
+        at += 16 + length
+    return offsets
+
+
+def m_tfrecord(rng, folder):
+    path = _pick(rng, folder, r"tfevents")
+    if path is None:
+        return m_flip(rng, folder)
+    data = bytearray(path.read_bytes())
+    offsets = _records(bytes(data)) or [0]
+    at = rng.choice(offsets)
+    game = rng.choice(["huge", "zero", "random", "crc", "payload", "dup"])
+    if game == "huge":
+        data[at : at + 8] = struct.pack("<Q", rng.choice([2**63 - 1, 2**40, 2**32 + 5, len(data) * 4]))
+    elif game == "zero":
+        data[at : at + 8] = struct.pack("<Q", 0)
+    elif game == "random":
+        data[at : at + 8] = os.urandom(8)
+    elif game == "crc":
+        data[at + 8 : at + 12] = os.urandom(4)
+    elif game == "payload":
+        for i in range(at + 12, min(len(data), at + 40)):
+            data[i] = rng.randrange(256)
+    else:
+        data += data[at:]
+    path.write_bytes(bytes(data))
+    return f"tfrecord {game} at {at} of {path.name}"
+
+
+def m_event_proto(rng, folder):
+    """Valid TFRecord framing around an absurd Event payload (wrong wire types, deep nesting, huge tags)."""
+    from logdoctor.ingest.tfrecord import crc32c, masked
+
+    def masked_crc32c(data: bytes) -> int:
+        return int(masked(crc32c(data)))
+
+    path = _pick(rng, folder, r"tfevents")
+    if path is None:
+        return m_flip(rng, folder)
+    payload = rng.choice([
+        b"\x11" + struct.pack("<d", 1.7e9) + b"\x18\x05" + b"\x2a" + b"\xff\xff\xff\xff\x0f",
+        b"\x2a\x80\x80\x80\x80\x10" + b"\x0a" * 64,
+        b"\x2a" + bytes([100]) + b"\x0a\x62\x0a" + bytes([90]) + b"x" * 90 + b"\x15\x00\x00\xc0\x7f",
+        b"\x18" + b"\xff" * 10 + b"\x01",
+        b"\x2a\x05\x0a\x03\x0a\x01" + b"\x12" * 3,
+        os.urandom(rng.randrange(1, 200)),
+    ])
+    header = struct.pack("<Q", len(payload))
+    record = header + struct.pack("<I", masked_crc32c(header)) + payload + struct.pack("<I", masked_crc32c(payload))
+    data = path.read_bytes()
+    at = rng.choice(_records(data) or [0])
+    path.write_bytes(data[:at] + record * rng.choice([1, 1, 50]) + data[at:])
+    return f"absurd event record in {path.name}"
+
+
+def m_csv(rng, folder):
+    path = _pick(rng, folder, r"\.csv$")
+    if path is None:
+        return m_splice(rng, folder)
+    lines = path.read_text(errors="replace").splitlines()
+    game = rng.choice(["ragged", "wide", "header-repeat", "step", "blank", "quotes", "bom-nul", "long"])
+    if game == "ragged" and len(lines) > 2:
+        for _ in range(rng.randrange(1, 20)):
+            i = rng.randrange(1, len(lines))
+            lines[i] = lines[i] + ",1" * rng.randrange(0, 30) if rng.random() < 0.5 else lines[i][: rng.randrange(len(lines[i]) + 1)]
+    elif game == "wide":
+        n = rng.choice([200, 2000, 5000])
+        lines = [line + "".join(f",c{j}" if i == 0 else ",0.5" for j in range(n)) for i, line in enumerate(lines)]
+    elif game == "header-repeat" and lines:
+        for _ in range(rng.randrange(1, 5)):
+            lines.insert(rng.randrange(1, len(lines) + 1), lines[0])
+    elif game == "step" and len(lines) > 1:
+        exotic = ["-1", "1e30", "nan", "inf", "3.5", "0x10", "", "1,000", "2024-01-01", "9" * 40, "-0"]
+        for i in range(1, len(lines)):
+            if rng.random() < 0.3:
+                cells = lines[i].split(",")
+                cells[rng.randrange(len(cells))] = rng.choice(exotic)
+                lines[i] = ",".join(cells)
+    elif game == "blank":
+        lines = [re.sub(r"[^,]+", "", line) if rng.random() < 0.5 else line for line in lines]
+    elif game == "quotes" and lines:
+        lines[rng.randrange(len(lines))] += '"unterminated,' + "\n" * 3
+    elif game == "bom-nul":
+        path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).replace(",", ",\x00", rng.randrange(50)).encode())
+        return f"csv {game} in {path.name}"
+    elif game == "long" and lines:
+        lines.append("1," + "9" * rng.choice([10_000, 1_000_000]))
+    path.write_text("\n".join(lines) + "\n")
+    return f"csv {game} in {path.name}"
+
+
+def _deep(n: int, kind: str = "[") -> str:
+    return "[" * n + "]" * n if kind == "[" else '{"a":' * n + "1" + "}" * n
+
+
+def m_json(rng, folder):
+    path = _pick(rng, folder, r"\.(json|jsonl)$")
+    if path is None:
+        return m_splice(rng, folder)
+    text = path.read_text(errors="replace")
+    game = rng.choice(["types", "deep", "numbers", "not-object", "huge-string", "dup-keys"])
+    if game == "types":
+        try:
+            data = json.loads(text.splitlines()[0] if path.suffix == ".jsonl" else text)
+        except ValueError:
+            data = {}
+        if isinstance(data, dict) and data:
+            key = rng.choice(list(data))
+            data[key] = rng.choice(["x", [], {}, None, True, [1, "a"], {"_type": "histogram"}, -1e308, 2**70, [{"step": "a"}]])
+            if isinstance(data.get("log_history"), list) and data["log_history"] and rng.random() < 0.5:
+                entry = rng.choice(data["log_history"])
+                if isinstance(entry, dict) and entry:
+                    entry[rng.choice(list(entry))] = rng.choice(["x", None, [], {"a": 1}, 1e400, True])
+            text = json.dumps(data) + ("\n" + "\n".join(text.splitlines()[1:]) if path.suffix == ".jsonl" else "")
+    elif game == "deep":
+        text = text[: len(text) // 2] + _deep(rng.choice([100, 1000, 100_000]), rng.choice("[{")) + text[len(text) // 2 :]
+    elif game == "numbers":
+        text = re.sub(r"\d+\.\d+", lambda m: rng.choice([m.group(), "1e400", "NaN", "-Infinity", "1" * 400, "0.0"]), text)
+    elif game == "not-object":
+        text = rng.choice(["[]", "null", '"x"', "1", "[" + text + "]", ""])
+    elif game == "huge-string":
+        text = text.replace('"', '"' + "A" * rng.choice([1000, 5_000_000]), 1)
+    else:
+        text = text.replace("{", '{"step": "a", "step": 1, ', 3)
+    path.write_text(text)
+    return f"json {game} in {path.name}"
+
+
+def _bomb(levels: int) -> str:
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    return "\n".join(lines + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]) + "\n"
+
+
+YAML_BAD = [
+    lambda rng: _bomb(rng.choice([5, 9, 12])),
+    lambda rng: "a: " + "[" * rng.choice([50, 2000, 50_000]) + "]" * 50_000 + "\n",
+    lambda rng: "x: !!python/object/apply:os.system ['touch /tmp/pwned']\n",
+    lambda rng: "!!python/object/new:subprocess.Popen [['true']]\n",
+    lambda rng: "lr: !!binary aGVsbG8=\nx: !!set {a, b}\nt: 2024-01-01\n",
+    lambda rng: "key: " + "v" * 5_000_000 + "\n",
+    lambda rng: "\n".join(f"k{i}: {i}" for i in range(rng.choice([1000, 200_000]))) + "\n",
+    lambda rng: "- a\n- b\n",
+    lambda rng: "a: &x b\n<<: *x\n",
+    lambda rng: "{{{{: : :\n\t- \x00",
+]
+
+
+def m_yaml(rng, folder):
+    path = _pick(rng, folder, r"\.yaml$")
+    if path is None:
+        path = folder / rng.choice(["hparams.yaml", "config.yaml", "args.yaml"])
+    path.write_text(rng.choice(YAML_BAD)(rng))
+    return f"yaml into {path.name}"
+
+
+def m_mlflow(rng, folder):
+    metrics = next((p for p in folder.rglob("metrics") if p.is_dir()), None)
+    if metrics is None:
+        return m_flip(rng, folder)
+    run = metrics.parent
+    game = rng.choice(["file-for-folder", "nested", "deleted", "garbage-lines", "empty-meta", "stray-entry"])
+    if game == "file-for-folder":
+        shutil.rmtree(metrics)
+        metrics.write_text("1 2 3\n")
+    elif game == "nested":
+        (metrics / "a" / "b").mkdir(parents=True, exist_ok=True)
+        (metrics / "a" / "b" / "c").write_text("1700000000000 0.5 1\n1700000000001 0.4 2\n")
+        (metrics / "empty").mkdir(exist_ok=True)
+    elif game == "deleted":
+        meta = run / "meta.yaml"
+        meta.write_text(meta.read_text() + "\nlifecycle_stage: deleted\n")
+    elif game == "garbage-lines":
+        target = rng.choice(sorted(p for p in metrics.iterdir() if p.is_file()) or [metrics / "x"])
+        target.write_text(rng.choice(["x y z\n", "1 2\n" * 3, "1 nan 3\n1 inf 4\n", "\x00\x00", "1 2 3 4 5 6\n", "1 2 -9999999999999999999999\n"]))
+    elif game == "empty-meta":
+        (run / "meta.yaml").write_text("")
+    else:
+        (run.parent / "stray").write_text("not a run\n")
+        (run.parent / "0000").mkdir(exist_ok=True)
+    return f"mlflow {game}"
+
+
+def m_wandb(rng, folder):
+    path = _pick(rng, folder, r"\.wandb$")
+    if path is None:
+        return m_json(rng, folder)
+    data = bytearray(path.read_bytes())
+    game = rng.choice(["block-header", "record-length", "flip-body", "cut-block"])
+    block = 32768
+    at = 7 + rng.randrange(max(1, (len(data) - 7) // 64)) * 64  # somewhere past the 7-byte file header
+    at = min(at, max(0, len(data) - 8))
+    if game == "block-header":
+        i = rng.randrange(0, max(1, len(data) // block + 1)) * block + (7 if rng.random() < 0.5 else 0)
+        data[i : i + 7] = os.urandom(7)
+    elif game == "record-length":
+        data[at + 4 : at + 6] = rng.choice([b"\xff\xff", b"\x00\x00", os.urandom(2)])
+    elif game == "flip-body":
+        for _ in range(16):
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+    else:
+        data = data[: rng.randrange(len(data) + 1)] + data[rng.randrange(len(data) + 1) :]
+    path.write_bytes(bytes(data))
+    return f"wandb {game} in {path.name}"
+
+
+def m_console(rng, folder):
+    path = _pick(rng, folder, r"\.(log|txt|out)$") or folder / "train.log"
+    text = path.read_text(errors="replace") if path.exists() else "epoch 1 step 1 loss 0.5\n" * 5
+    game = rng.choice(["escapes", "long-line", "many-values", "cr-storm", "binary", "markup"])
+    lines = text.splitlines()
+    if game == "escapes":
+        storm = ["\x1b[31m", "\x1b[2K\r", "\x1b]8;;http://x\x07link\x1b]8;;\x07", "\x1b[?25l", "\x9b", "\x07", "\x1b[1000D"]
+        lines = [rng.choice(storm) * rng.randrange(1, 50) + line + rng.choice(storm) for line in lines]
+    elif game == "long-line":
+        lines.insert(rng.randrange(len(lines) + 1), "loss " + "9" * rng.choice([100_000, 10_000_000]))
+    elif game == "many-values":
+        lines.insert(rng.randrange(len(lines) + 1), "step 5 " + " ".join(f"m{i}: {i * 0.1:.3f}" for i in range(20_000)))
+    elif game == "cr-storm":
+        lines = ["\r".join([line] * rng.randrange(1, 200)) for line in lines]
+    elif game == "binary":
+        lines.insert(rng.randrange(len(lines) + 1), os.urandom(2000).decode("latin-1"))
+    else:
+        lines = [line.replace("loss", rng.choice(["[bold red]loss[/]", "<script>alert(1)</script>loss", "**loss**|", "loss\u202e"])) for line in lines]
+    path.write_text("\n".join(lines) + "\n", errors="surrogateescape")
+    return f"console {game} in {path.name}"
+
+
+HOSTILE_NAMES = [
+    b"r\xe9sultats", b"run\nnewline", b"\x1b[31mred\x1b[0m", b"[bold]markup[/bold]", b"<script>x</script>",
+    b"tab\there", b"--help", b"-q", b"a" * 250, b"\xff\xfe", b"emoji-\xf0\x9f\x94\xa5", b"nul\x7fdel", b"%s%n",
+]
+
+
+def m_names(rng, folder):
+    name = rng.choice(HOSTILE_NAMES)
+    target = folder.parent / os.fsdecode(b"bad-" + name)
+    folder.rename(target)
+    if rng.random() < 0.5:
+        inner = [p for p in target.rglob("*") if p.is_dir()]
+        if inner:
+            victim = rng.choice(inner)
+            victim.rename(victim.parent / os.fsdecode(rng.choice(HOSTILE_NAMES)))
+    return f"hostile name {name!r}"
+
+
+def m_symlink(rng, folder):
+    game = rng.choice(["loop", "self", "dangling", "to-root", "file-loop"])
+    if game == "loop":
+        (folder / "loop").mkdir(exist_ok=True)
+        (folder / "loop" / "up").symlink_to("..")
+    elif game == "self":
+        (folder / "self").symlink_to("self")
+    elif game == "dangling":
+        (folder / "events.out.tfevents.1.host").symlink_to("/nonexistent/x")
+    elif game == "to-root":
+        (folder / "parent").symlink_to(folder.parent)
+    else:
+        (folder / "a.csv").symlink_to("b.csv")
+        (folder / "b.csv").symlink_to("a.csv")
+    return f"symlink {game}"
+
+
+def m_unreadable(rng, folder):
+    dirs = [folder] + [p for p in folder.rglob("*") if p.is_dir()]
+    files = _files(folder)
+    victim = rng.choice(dirs + files)
+    victim.chmod(rng.choice([0, 0o300, 0o200]) if victim.is_dir() else 0)
+    return f"unreadable {victim.relative_to(folder.parent)}"
+
+
+TOML_BAD = [
+    "garbage = = =", "\xff\xfe", "[rules.crawl]\nmax_relative_drop = nan\n", "[rules.crawl]\nmax_relative_drop = 'x'\n",
+    "a = " + "[" * 5000 + "]" * 5000, "select = 5\n", "[roles]\ntrain_loss = '/(/'\n", "rules = 3\n",
+    "[rules.spike]\nk_sigma = inf\n", "[rules]\nspike = [1]\n", "roles = []\n", "[roles]\nnope = ['x']\n",
+    "select = ['ALL']\nignore = ['flat', 3]\n", "[rules.spike]\nk_sigma = -1e308\n",
+]
+
+
+def m_toml(rng, folder):
+    (folder.parent / "logdoctor.toml").write_text(rng.choice(TOML_BAD), errors="surrogateescape")
+    return "broken logdoctor.toml"
+
+
+#: (mutation, the seed layouts it fits or None for any), drawn uniformly.
+MUTATIONS = [
+    (m_flip, None), (m_truncate, None), (m_splice, None),
+    (m_tfrecord, ("tensorboard", "tensorboard-new", "keras-tb")), (m_event_proto, ("tensorboard", "tensorboard-new", "keras-tb")),
+    (m_csv, ("lightning", "csv", "keras-csv", "wandb-ui-csv", "ultralytics")),
+    (m_json, ("hf", "wandb-jsonl", "csv")), (m_yaml, ("lightning", "ultralytics", "wandb-jsonl", "mlflow")),
+    (m_mlflow, ("mlflow",)), (m_wandb, ("wandb",)), (m_console, ("text",)),
+    (m_names, None), (m_symlink, None), (m_unreadable, None), (m_toml, None),
+]
+
+
+def build_case(index: int, seed: int, where: Path) -> str:
+    """Case `index`: a good run and one damaged run (one to three mutations) under `where`."""
+    rng = random.Random(f"{seed}:{index}")
+    shutil.copytree(SAMPLES / GOOD, where / "good")
+    kind = rng.choice(list(SEEDS) + list(SYNTHETIC))
+    bad = where / "bad"
+    place_seed(kind, bad)
+    done = []
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        fits = [m for m, kinds in MUTATIONS if kinds is None or kind in kinds]
+        mutate = rng.choice(fits)
+        if not bad.exists():  # renamed by m_names
+            bad = next(p for p in where.iterdir() if p.name not in ("good", "logdoctor.toml"))
+        try:
+            done.append(mutate(rng, bad))
+        except (OSError, ValueError, IndexError, AttributeError) as exc:  # AttributeError: no file left to pick
+            done.append(f"{mutate.__name__} not applied ({type(exc).__name__})")
+    return f"{kind}: " + "; ".join(done)
+
+
+def release(where: Path) -> None:
+    """Make every entry of a case removable again (the unreadable cases), then remove it."""
+    for folder, dirs, _ in os.walk(where, onerror=lambda e: None):
+        for d in dirs:
+            path = os.path.join(folder, d)
+            if not os.path.islink(path):
+                os.chmod(path, 0o755)
+    try:
+        os.chmod(where, 0o755)
+    except OSError:
+        pass
+    shutil.rmtree(where, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def judge(rc: int | None, output: str, report: dict | None, baseline: list[str]) -> tuple[str, str]:
+    """(outcome, detail) of one analysis from its exit code, printed output and JSON report."""
+    if "Traceback" in output or rc not in (0, 1, 2):
+        return "traceback", output[-600:]
+    if CONTROL.search(output.replace("\n", "").replace("\t", "")):
+        return "bad output", repr(output[:300])
+    if report is None:
+        lines = output.strip().splitlines()
+        if rc == 2 and len(lines) == 1 and "logdoctor.toml" in lines[0]:
+            return "ok", ""  # a broken config stops the analysis with one line naming it
+        return "lost", f"no report (exit {rc}): {output[-300:]}"
+    runs = {r.get("run"): r for r in report.get("runs", [])}
+    good = runs.get("good")
+    if good is None or sorted(f["code"] for f in good.get("findings", [])) != baseline:
+        return "lost", f"good run: {None if good is None else [f['code'] for f in good.get('findings', [])]} vs {baseline}"
+    if _has_control(report):
+        return "bad output", "control character in a report string"
+    return "ok", ""
+
+
+def _has_control(obj) -> bool:
+    if isinstance(obj, str):
+        return bool(CONTROL.search(obj.replace("\n", "").replace("\t", "")))
+    if isinstance(obj, dict):
+        return any(_has_control(k) or _has_control(v) for k, v in obj.items())
+    if isinstance(obj, list):
+        return any(_has_control(v) for v in obj)
+    return False
+
+
+# --------------------------------------------------------------------------- in-process worker
+
+
+def worker(seed: int, indices: list[int], results: Path, baseline: list[str]) -> None:
+    """Runs cases through the CLI's entry point in this process; one JSON line per case."""
+    import resource
+
+    from typer.testing import CliRunner
+
+    from logdoctor.cli import app
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+    runner = CliRunner()
+    with open(results, "a") as out:
+        for index in indices:
+            out.write(json.dumps({"index": index, "started": True}) + "\n")
+            out.flush()
+            where = Path(tempfile.mkdtemp(prefix=f"fuzz{index}-"))
+            outcome, detail, what = "ok", "", ""
+            try:
+                what = build_case(index, seed, where)
+                report_path = where / "report.json"
+                args = ["analyze", str(where), "-o", str(report_path)]
+                os.chdir(where)
+                try:
+                    result = runner.invoke(app, args, env={"NO_COLOR": "1", "COLUMNS": "120"})
+                finally:
+                    os.chdir(ROOT)
+                exc = result.exception
+                if isinstance(exc, MemoryError):
+                    outcome, detail = "out of memory", what
+                elif exc is not None and not isinstance(exc, SystemExit):
+                    import traceback
+
+                    outcome = "traceback"
+                    detail = "".join(traceback.format_exception(exc)[-4:])[-800:]
+                else:
+                    report = json.loads(report_path.read_text()) if report_path.exists() else None
+                    outcome, detail = judge(result.exit_code, result.output, report, baseline)
+            except MemoryError:
+                outcome, detail = "out of memory", what
+            finally:
+                release(where)
+            out.write(json.dumps({"index": index, "outcome": outcome, "what": what, "detail": detail}) + "\n")
+            out.flush()
+
+
+def baseline_codes() -> list[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(SAMPLES / GOOD, Path(tmp) / "good")
+        out = subprocess.run(
+            [sys.executable, "-m", "logdoctor", "analyze", tmp, "-f", "json"], capture_output=True, text=True, env=_env(), check=True
+        )
+    return sorted(f["code"] for f in json.loads(out.stdout)["runs"][0]["findings"])
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "120", "POLARS_MAX_THREADS": "2"}
+
+
+def _unprivileged() -> list[str]:
+    """Root reads every folder; without its bypass capabilities the unreadable cases mean something."""
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        return ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--"]
+    return []
+
+
+def run_inprocess(seed: int, indices: list[int], results: Path, baseline: list[str]) -> None:
+    """Workers over `indices`; a case past HANG_S is killed and recorded, the rest go on in a new worker."""
+    pending = list(indices)
+    while pending:
+        mark = results.stat().st_size if results.exists() else 0
+        proc = subprocess.Popen(
+            _unprivileged() + [sys.executable, __file__, "--worker", json.dumps(pending), "--seed", str(seed), "--results", str(results),
+                               "--baseline", json.dumps(baseline)],
+            env=_env(), start_new_session=True, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        )
+        last, since = None, time.monotonic()
+        while proc.poll() is None:
+            time.sleep(0.5)
+            current = _last_started(results, mark)
+            if current != last:
+                last, since = current, time.monotonic()
+            elif last is not None and time.monotonic() - since > HANG_S:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                break
+        finished = _finished(results, mark)
+        started = _last_started(results, mark)
+        if started is not None and started not in finished:
+            outcome = "hang" if proc.returncode == -signal.SIGKILL else ("signal" if proc.returncode and proc.returncode < 0 else "traceback")
+            if proc.returncode == -signal.SIGABRT:
+                outcome = "out of memory"  # polars aborts when an allocation fails under the cap
+            with open(results, "a") as out:
+                out.write(json.dumps({"index": started, "outcome": outcome, "what": "", "detail": f"worker exit {proc.returncode}"}) + "\n")
+            finished.add(started)
+        pending = [i for i in pending if i not in finished]
+        for stale in Path(tempfile.gettempdir()).glob("fuzz*-"):
+            release(stale)
+
+
+def _lines(results: Path, mark: int) -> list[dict]:
+    with open(results) as fh:
+        fh.seek(mark)
+        return [json.loads(line) for line in fh if line.strip().endswith("}")]
+
+
+def _last_started(results: Path, mark: int) -> int | None:
+    if not results.exists():
+        return None
+    started = [r["index"] for r in _lines(results, mark) if r.get("started")]
+    return started[-1] if started else None
+
+
+def _finished(results: Path, mark: int) -> set[int]:
+    return {r["index"] for r in _lines(results, mark) if "outcome" in r}
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def run_cli(seed: int, indices: list[int], results: Path, baseline: list[str]) -> None:
+    """Each case through `python -m logdoctor analyze`, capped at 4 GiB and HANG_S."""
+    limit = f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({MEMORY}, {MEMORY}))"
+    entry = f"{limit}; import sys; sys.argv[0] = 'logdoctor'; from logdoctor.cli import main; main()"
+    with open(results, "a") as out:
+        for index in indices:
+            where = Path(tempfile.mkdtemp(prefix=f"fuzzcli{index}-"))
+            try:
+                what = build_case(index, seed, where)
+                report_path = where / "report.json"
+                cmd = _unprivileged() + [sys.executable, "-c", entry, "analyze", str(where), "-o", str(report_path)]
+                try:
+                    proc = subprocess.run(cmd, capture_output=True, env=_env(), timeout=HANG_S, cwd=where)
+                    text = proc.stdout.decode("utf-8", "surrogateescape") + proc.stderr.decode("utf-8", "surrogateescape")
+                    if proc.returncode < 0:
+                        outcome, detail = ("out of memory" if proc.returncode == -signal.SIGABRT else "signal"), text[-400:]
+                    else:
+                        try:
+                            report = json.loads(report_path.read_text()) if report_path.exists() else None
+                        except ValueError:
+                            report = None
+                        outcome, detail = judge(proc.returncode, text, report, baseline)
+                except subprocess.TimeoutExpired:
+                    outcome, detail = "hang", ""
+            finally:
+                release(where)
+            out.write(json.dumps({"index": index, "outcome": outcome, "what": what, "detail": detail}) + "\n")
+            out.flush()
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def tally(results: Path) -> tuple[Counter, list[dict]]:
+    rows = {}
+    for row in _lines(results, 0):
+        if "outcome" in row:
+            rows[row["index"]] = row
+    return Counter(r["outcome"] for r in rows.values()), [r for r in rows.values() if r["outcome"] != "ok"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--inprocess", type=int, default=0, help="cases through the CLI's entry point in a worker process")
+    ap.add_argument("--cli", type=int, default=0, help="cases through `python -m logdoctor`")
+    ap.add_argument("--start", type=int, default=0, help="first case index (chunks of a long run)")
+    ap.add_argument("--seed", type=int, default=17)
+    ap.add_argument("--results", type=Path, default=Path("fuzz-results"), help="folder of JSON-lines results (appended)")
+    ap.add_argument("--replay", type=int, help="rebuild this case into ./fuzz-case and print what it is")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--baseline", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.seed, json.loads(args.worker), args.results, json.loads(args.baseline))
+        return
+    if args.replay is not None:
+        where = Path("fuzz-case")
+        release(where)
+        where.mkdir()
+        print(build_case(args.replay, args.seed, where))
+        return
+    args.results.mkdir(parents=True, exist_ok=True)
+    baseline = baseline_codes()
+    started = time.monotonic()
+    if args.inprocess:
+        run_inprocess(args.seed, list(range(args.start, args.start + args.inprocess)), args.results / "inprocess.jsonl", baseline)
+    if args.cli:
+        # CLI cases are drawn from their own range, so they are not the in-process ones again
+        first = 1_000_000 + args.start
+        run_cli(args.seed, list(range(first, first + args.cli)), args.results / "cli.jsonl", baseline)
+    for name in ("inprocess", "cli"):
+        path = args.results / f"{name}.jsonl"
+        if path.exists():
+            counts, failures = tally(path)
+            print(f"{name}: {sum(counts.values())} cases " + ", ".join(f"{o} {counts[o]}" for o in OUTCOMES if counts[o]))
+            for row in failures[:20]:
+                print(f"  #{row['index']} {row['outcome']}: {row['what']}\n    {row['detail'][-300:]!r}")
+    print(f"{time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
