@@ -608,8 +608,6 @@ def run_inprocess(seed: int, indices: list[int], results: Path, baseline: list[s
                 out.write(json.dumps({"index": started, "outcome": outcome, "what": "", "detail": f"worker exit {proc.returncode}"}) + "\n")
             finished.add(started)
         pending = [i for i in pending if i not in finished]
-        for stale in Path(tempfile.gettempdir()).glob("fuzz*-"):
-            release(stale)
 
 
 def _lines(results: Path, mark: int) -> list[dict]:

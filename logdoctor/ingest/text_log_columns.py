@@ -40,6 +40,8 @@ from .text_log import _ANSI, _COUNTER_WORD, _KERAS_EPOCH, _PROGRESS, _header_nam
 _BLOCK = 32 << 20
 #: More distinct line shapes than this is no log of repeated lines: read it line by line.
 _MAX_SHAPES = 1024
+#: Values one line shape may hold to be read column-wise (a line of 20,000 values took 80 s and 600 MB).
+_MAX_SLOTS = 256
 #: What marks a digit run in a shape's key (a line holding it is read line by line).
 _MARK = "\x00"
 
@@ -91,6 +93,8 @@ def _form(key: str, line: str) -> _Form | None:
     counters, values, shape = extract(line)
     if counters and not values:
         return None  # a counter-only line: the value lines after it are its record's
+    if len(shape.slots) > _MAX_SLOTS:
+        return None  # a whole metrics dict on one line: an expression per value costs minutes and GBs
     if counters:
         kind = _COUNTED
     elif values:
