@@ -83,8 +83,8 @@ class Device(str, Enum):
 
 
 #: Replay options shared by `replay` and `analyze --replay` (help texts in one place).
-_MODEL_HELP = "Model for dynamic probes: module:factory, path/to/file.py:factory, or a torch.export .pt2."
-_BATCH_HELP = "One batch for dynamic probes: a .pt file with (inputs, targets) or a dict with input/target keys."
+_MODEL_HELP = "Model for dynamic probes: hf (from the folder's config.json), timm[:NAME], module:factory or module:LightningClass (built from the saved hyperparameters), path/to/file.py:factory, or a torch.export .pt2."
+_BATCH_HELP = "One batch for dynamic probes: a .pt file with (inputs, targets, ...) or a dict / BatchEncoding with a target key such as labels."
 _DATA_HELP = "Instead of --batch: module:fn returning a batch or an iterable of batches."
 _LOSS_HELP = "Loss: cross_entropy, nll, mse, l1, smooth_l1, bce, or module:fn (default: from the targets)."
 _TRUST_HELP = "Allow full unpickling of the checkpoint (runs code in it): only for files you trust."
@@ -256,6 +256,9 @@ def replay(
     loss: Optional[str] = typer.Option(None, "--loss", help=_LOSS_HELP),
     device: Device = typer.Option(Device.auto, "--device", help="Where dynamic probes run."),
     trust_checkpoint: bool = flag("--trust-checkpoint", help=_TRUST_HELP),
+    trust_batch: bool = flag("--trust-batch", help="Allow full unpickling of the --batch file (runs code in it)."),
+    targets_index: Optional[int] = typer.Option(None, "--targets-index", help="Which element of a tuple batch holds the targets (default 1; the elements before it are the inputs)."),
+    budget: Optional[float] = typer.Option(None, "--budget", help="Seconds the dynamic probes may take in all; what is cut is said."),
     fmt: Optional[OutputFormat] = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help=_OUTPUT_HELP),
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml (probe thresholds)."),
@@ -273,6 +276,7 @@ def replay(
     fmt = report_format(fmt, output)
     config = _load_config(config_file, checkpoint, select, ignore, replaying=True)
     opts = dict(model=model, batch=batch and str(batch), data=data, loss=loss, device=device.value, trust=trust_checkpoint, config=config)
+    opts.update(trust_batch=trust_batch, targets_index=targets_index, budget=budget)
     try:
         result = run(checkpoint, **opts)
     except ReplayError as exc:

@@ -46,6 +46,13 @@ def mlp() -> nn.Module:
     )
 
 
+def mlp_other_head() -> nn.Module:
+    """The MLP with a head for another class count: it does not match an `mlp` checkpoint."""
+    model = mlp()
+    model[5] = nn.Linear(64, CLASSES + 1)
+    return model
+
+
 def mlp_frozen_first() -> nn.Module:
     """The same network with its first layer frozen (a fine-tuning setup)."""
     model = mlp()

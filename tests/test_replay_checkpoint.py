@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import subprocess
 import sys
 from pathlib import Path
@@ -169,12 +170,26 @@ def test_hf_training_args_is_never_unpickled(tmp_path, trained):
     assert not marker.exists()
 
 
-def test_trust_checkpoint_allows_full_unpickling(tmp_path, trained):
-    torch.save({"model": trained[0].state_dict(), "args": argparse.Namespace(lr=0.1)}, tmp_path / "ns.pt")
-    with pytest.raises(ReplayError, match="argparse.Namespace"):
-        load_checkpoint(tmp_path / "ns.pt")
-    ckpt = load_checkpoint(tmp_path / "ns.pt", trust=True)
+class Unknown:
+    """A class no allow-list knows: harmless here, but the loader cannot know that."""
+
+
+def test_trust_checkpoint_allows_full_unpickling_and_says_so(tmp_path, trained):
+    torch.save({"model": trained[0].state_dict(), "extra": Unknown()}, tmp_path / "odd.pt")
+    with pytest.raises(ReplayError, match=r"it references test_replay_checkpoint\.Unknown;"):
+        load_checkpoint(tmp_path / "odd.pt")
+    said = []
+    ckpt = load_checkpoint(tmp_path / "odd.pt", trust=True, warn=said.append)
     assert set(ckpt.model) == set(trained[0].state_dict())
+    assert len(said) == 1 and said[0].startswith("warning: --trust-checkpoint") and "test_replay_checkpoint.Unknown" in said[0]
+
+
+def test_harmless_types_load_without_trust(tmp_path, trained):
+    """timm pickles its argparse args (with paths and enums inside): read safely, no --trust-checkpoint."""
+    args = argparse.Namespace(model="resnet18", epochs=10, output=pathlib.PosixPath("/runs/x"))
+    torch.save({"state_dict": trained[0].state_dict(), "arch": "resnet18", "epoch": 9, "args": args}, tmp_path / "timm.pth.tar")
+    ckpt = load_checkpoint(tmp_path / "timm.pth.tar")
+    assert ckpt.layout == "timm" and ckpt.hparams["epochs"] == 10 and ckpt.epochs_done == 10 and ckpt.planned_epochs == 10
 
 
 @pytest.mark.parametrize(

@@ -272,12 +272,15 @@ def test_dotted_model_spec_resolves_from_the_working_directory(workdir, monkeypa
     assert target.loaded
 
 
-def test_frozen_parameters_never_stepped_are_reported_once(workdir):
+def test_frozen_parameters_never_stepped_are_a_note_reported_once(workdir):
     """Frozen before the optimizer was built from model.parameters(): the frozen layer sits in a group with no
-    state. That is frozen_in_optimizer's finding; not_in_optimizer must not repeat it as "never stepped"."""
+    state, so it never moved (bit-identical to init). A note from frozen_in_optimizer, not "still updated";
+    never_updated and not_in_optimizer must not repeat it."""
     ctx = with_model(workdir, adamw_checkpoint(workdir, "mlp_frozen_first"), "mlp_frozen_first")
-    assert probe("frozen_in_optimizer", ctx).status == "fired"
-    assert probe("not_in_optimizer", ctx).status == "clear"
+    outcome = probe("frozen_in_optimizer", ctx)
+    assert outcome.status == "clear" and outcome.findings[0].severity == "info"
+    assert outcome.findings[0].evidence["frozen_without_state"] == ["0.weight", "0.bias"]
+    assert probe("not_in_optimizer", ctx).status == "clear" and probe("never_updated", ctx).status == "clear"
 
 
 def test_wrapper_prefix_on_the_model_side(workdir, mlp_ckpt):

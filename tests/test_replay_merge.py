@@ -242,7 +242,7 @@ def test_probes_are_selected_and_ignored_like_rules(demo, tmp_path):
     from_config = runner.invoke(app, ["replay", ckpt, "--config", str(config), "-f", "json"], env=WIDE)
     assert from_config.exit_code == 0, from_config.stderr
     assert "update_ratio_low" not in {f["code"] for f in json.loads(from_config.stdout)["runs"][0]["findings"]}
-    only = runner.invoke(app, ["replay", ckpt, "--select", "decay_on_norm_bias"], env=WIDE)
+    only = runner.invoke(app, ["replay", ckpt, "--select", "update_ratio_low"], env=WIDE)
     assert only.exit_code == 0 and "1 probe(s) fired, 0 clear" in only.stderr
     probes_only = runner.invoke(app, ["analyze", str(demo), "--replay", ckpt, "--select", "update_ratio_low", "-f", "json"], env=WIDE)
     codes = {f["code"] for f in json.loads(probes_only.stdout)["runs"][0]["findings"]}

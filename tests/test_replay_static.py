@@ -92,10 +92,11 @@ def test_optimizer_groups_reports_actual_lr_per_group():
     assert [g["lr"] for g in groups] == [0.0, 0.05] and groups[1]["optimizer"] == "SGD"
 
 
-def test_decay_on_norm_bias_names_biases_and_norm_weights():
+def test_decay_on_norm_bias_is_a_note_naming_biases_and_norm_weights():
+    """A best-practice note: info (it does not make a run fail), but with its fix."""
     model, opt = adamw(wd=0.1)
     outcome = run("decay_on_norm_bias", checkpoint(model, opt))
-    assert outcome.status == "fired"
+    assert outcome.status == "clear" and outcome.findings[0].severity == "info" and outcome.findings[0].fixes
     names = outcome.findings[0].evidence["examples"]
     assert {"0.bias", "3.weight", "3.bias", "5.bias"} <= set(names) and "0.weight" not in names
     assert outcome.findings[0].evidence["names_certain"] is True
@@ -129,6 +130,16 @@ def test_adam_eps_underflow_in_fp16_state(healthy):
     assert run("adam_eps_underflow", ckpt).status == "clear"
 
 
+def test_adam_eps_in_bf16_that_does_not_underflow_is_a_note(healthy):
+    """bf16 keeps fp32's exponent range: the default eps 1e-8 is representable, so it is info, not a warning."""
+    ckpt = copy.deepcopy(healthy)
+    for st in ckpt.optimizers[0]["state"].values():
+        st["exp_avg_sq"] = st["exp_avg_sq"].bfloat16()
+    outcome = run("adam_eps_underflow", ckpt)
+    assert outcome.status == "clear" and outcome.findings[0].severity == "info"
+    assert outcome.findings[0].evidence["eps_in_dtype"] > 0
+
+
 def test_not_in_optimizer_names_the_missing_head():
     model = mlp()
     opt = torch.optim.AdamW(model[:5].parameters(), lr=1e-3)
@@ -138,14 +149,40 @@ def test_not_in_optimizer_names_the_missing_head():
     assert outcome.findings[0].evidence["not_in_any_group"] == ["5.weight", "5.bias"]
 
 
-def test_not_in_optimizer_flags_params_never_stepped():
+def test_never_updated_names_params_without_state():
+    """In a group but skipped at every step (gradient None): no optimizer state while the others have some."""
     model = mlp()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     for p in model[0].parameters():
         p.requires_grad_(False)
     train(model, opt, 3)
+    ckpt = checkpoint(model, opt)
+    outcome = run("never_updated", ckpt)
+    assert outcome.status == "fired" and outcome.findings[0].evidence["no_state"] == ["0.weight", "0.bias"]
+    assert run("not_in_optimizer", ckpt).status == "clear"
+
+
+def test_never_updated_names_params_whose_moments_are_zero():
+    """Dead ReLUs: the first layer's gradient is exactly 0 at every step, so its Adam moments stay 0. That is the
+    finding; the update-ratio probes must not read it as an LR too low."""
+    model = mlp()
+    with torch.no_grad():
+        model[0].bias.fill_(-100.0)
+    model, opt = adamw(lr=1e-3, model=model)
+    ckpt = checkpoint(model, opt)
+    outcome = run("never_updated", ckpt)
+    assert outcome.status == "fired" and {"0.weight", "0.bias", "2.weight"} <= set(outcome.findings[0].evidence["zero_moments"])
+    assert run("update_ratio_low", ckpt).status == "skipped" and run("update_ratio_high", ckpt).status == "skipped"
+
+
+def test_frozen_backbone_left_out_of_the_optimizer_is_a_note():
+    """The input-side layers frozen and left out, the rest optimised: the correct fine-tuning setup."""
+    model = mlp()
+    opt = torch.optim.AdamW(model[2:].parameters(), lr=1e-3)
+    train(model, opt, 3)
     outcome = run("not_in_optimizer", checkpoint(model, opt))
-    assert outcome.findings[0].evidence["never_stepped"] == ["0.weight", "0.bias"]
+    assert outcome.status == "clear" and outcome.findings[0].severity == "info"
+    assert "frozen backbone" in outcome.findings[0].title
 
 
 def test_float_buffers_outside_the_optimizer_are_not_blamed_without_model():
@@ -267,7 +304,16 @@ def test_lr_annealed_to_zero_at_the_planned_end_is_not_a_fault():
     for code in ("optimizer_groups", "scheduler_exhausted", "update_ratio_low"):
         assert run(code, ckpt).status == "clear", code
     ckpt.step, ckpt.planned_steps = 20, 200  # the same LR 0 with 90 % of the run to go is a fault
-    ckpt.schedulers = []
+    assert run("scheduler_exhausted", ckpt).status == "fired"
+    ckpt.schedulers = []  # also read from the groups' initial_lr when no scheduler state was saved (timm)
+    assert run("scheduler_exhausted", ckpt).status == "fired"
+    assert run("optimizer_groups", ckpt).status == "clear"  # the scheduler's doing, reported once
+
+
+def test_lr_zero_without_a_scheduler_is_a_fault():
+    model, opt = adamw(lr=1e-3, steps=3)
+    ckpt = checkpoint(model, opt)
+    ckpt.optimizers[0]["param_groups"][0]["lr"] = 0.0
     assert run("optimizer_groups", ckpt).status == "fired"
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 #: list or a config file never imports PyTorch; a test keeps it equal to the catalogue.
 PROBE_CODES = (
     "nan_weights", "optimizer_groups", "scheduler_exhausted", "scaler_collapse", "not_in_optimizer",
-    "frozen_in_optimizer", "decay_on_norm_bias", "adam_eps_underflow", "update_ratio_low", "update_ratio_high",
-    "bn_stats_degenerate", "weight_norm_outlier", "nan_source", "no_grad", "grad_vanish", "grad_explode",
+    "never_updated", "frozen_in_optimizer", "decay_on_norm_bias", "adam_eps_underflow", "update_ratio_low", "update_ratio_high",
+    "bn_stats_degenerate", "weight_norm_outlier", "partial_load", "nan_source", "no_grad", "grad_vanish", "grad_explode",
     "dead_relu", "init_loss_off", "lr_range", "overfit_batch_failed",
 )
 

@@ -5,8 +5,9 @@ from .dynamic_forward import DeadRelu, NanSource
 from .dynamic_grads import GradExplode, GradVanish, NoGrad
 from .dynamic_loss import InitLossOff, OverfitBatchFailed
 from .lr_range import LrRange
+from .model_fit import PartialLoad
 from .probe import Probe
-from .static_optim import AdamEpsUnderflow, DecayOnNormBias, FrozenInOptimizer, NotInOptimizer, OptimizerGroups
+from .static_optim import AdamEpsUnderflow, DecayOnNormBias, FrozenInOptimizer, NeverUpdated, NotInOptimizer, OptimizerGroups
 from .static_schedule import ScalerCollapse, SchedulerExhausted
 from .static_weights import BatchNormStats, NanWeights, WeightNormOutlier
 from .update_ratio import UpdateRatioHigh, UpdateRatioLow
@@ -17,6 +18,7 @@ PROBES: tuple[type[Probe], ...] = (
     SchedulerExhausted,
     ScalerCollapse,
     NotInOptimizer,
+    NeverUpdated,
     FrozenInOptimizer,
     DecayOnNormBias,
     AdamEpsUnderflow,
@@ -24,6 +26,7 @@ PROBES: tuple[type[Probe], ...] = (
     UpdateRatioHigh,
     BatchNormStats,
     WeightNormOutlier,
+    PartialLoad,  # first of the dynamic probes: the others skip when it fires
     NanSource,
     NoGrad,
     GradVanish,

@@ -15,18 +15,18 @@ Layouts understood:
   `native_amp_scaling_state`, `global_step`);
 * a Hugging Face Trainer `checkpoint-N/` folder (`model.safetensors`, sharded
   safetensors or `pytorch_model.bin`, `optimizer.pt`, `scheduler.pt`,
-  `scaler.pt`, `trainer_state.json`).
+  `scaler.pt`, `trainer_state.json`, `config.json`);
+* a timm `train.py` checkpoint (`state_dict`, `optimizer`, `epoch`, `arch`,
+  `args`, `amp_scaler`, `state_dict_ema`).
+
+Beside the tensors, what each layout says about the run's plan is kept (the
+step and epoch reached, saved hyperparameters or args, HF's logged LR), so the
+probes can tell a finished anneal from a schedule that ran out early.
 """
 from __future__ import annotations
 
 import json
-import logging
-import pickle
-import pickletools
-import re
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,12 +34,15 @@ from typing import Any
 import torch
 
 from . import ReplayError
+from .plan import fill_plan
+from .safe_load import load_file
 
 MODEL_KEYS = ("model", "model_state_dict", "model_state", "state_dict", "net", "network", "module", "weights")
 OPTIMIZER_KEYS = ("optimizer", "optimizer_state_dict", "optimizer_state", "optim", "opt", "optimizers")
 SCHEDULER_KEYS = ("scheduler", "lr_scheduler", "scheduler_state_dict", "sched", "lr_sched", "schedulers")
 SCALER_KEYS = ("scaler", "grad_scaler", "scaler_state_dict", "amp_scaler", "amp")
 STEP_KEYS = ("global_step", "step", "iteration", "iter", "steps")
+HPARAM_KEYS = ("hyper_parameters", "hparams", "args", "config", "cfg")
 #: Lightning stores the precision plugin's state under its class name (2.x) or this key (1.x).
 LIGHTNING_SCALER_KEYS = ("MixedPrecision", "MixedPrecisionPlugin", "native_amp_scaling_state")
 #: Wrappers that prefix every parameter name (DDP, torch.compile).
@@ -62,111 +65,44 @@ class Checkpoint:
     scaler: dict[str, Any] | None = None
     #: Optimizer steps taken when saved, where the layout records it.
     step: int | None = None
-    #: Planned total optimizer steps (HF `max_steps`), where known.
+    #: Epochs completed when saved, where the layout records it.
+    epochs_done: int | None = None
+    #: The run's saved hyperparameters (Lightning `hyper_parameters`, timm `args`).
+    hparams: dict[str, Any] = field(default_factory=dict)
+    #: (step, LR) the trainer logged (HF trainer_state.json `log_history`).
+    lr_log: list[tuple[int, float]] = field(default_factory=list)
+    #: The model's config.json (HF folders), for building it without code.
+    config: dict[str, Any] | None = None
+    #: Planned total optimizer steps / epochs (`plan.fill_plan`), where known.
     planned_steps: int | None = None
+    planned_epochs: int | None = None
     #: How the file was normalised (prefix stripped, files skipped...), one line each.
     notes: list[str] = field(default_factory=list)
 
 
-def load_checkpoint(path: str | Path, trust: bool = False) -> Checkpoint:
-    """Read `path` (a file or an HF `checkpoint-N/` folder) into a Checkpoint, or raise ReplayError."""
+def load_checkpoint(path: str | Path, trust: bool = False, warn: Callable[[str], None] | None = None) -> Checkpoint:
+    """Read `path` (a file or an HF `checkpoint-N/` folder) into a Checkpoint, or raise ReplayError.
+
+    `warn` receives the warning line of a trusted (full) unpickling as it happens.
+    """
     path = Path(path)
     if not path.exists():
         raise ReplayError(f"{path}: no such file or folder")
+
+    def load(file: Path) -> Any:
+        return load_file(file, trust, warn=warn)
+
     if path.is_dir():
-        ckpt = _read_hf_folder(path, trust)
+        ckpt = _read_hf_folder(path, load)
     elif path.suffix == ".safetensors":
         ckpt = Checkpoint(str(path), "safetensors", model=_read_safetensors(path))
     else:
-        ckpt = _from_object(path, load_file(path, trust))
+        ckpt = _from_object(path, load(path))
     ckpt.model = _strip_wrapper_prefix(ckpt.model, ckpt.notes)
+    fill_plan(ckpt)
     if not ckpt.model and not ckpt.optimizers and not ckpt.schedulers and ckpt.scaler is None:
         raise ReplayError(f"{path}: checkpoint holds no model weights, optimizer, scheduler or scaler state")
     return ckpt
-
-
-@contextmanager
-def quiet_torch() -> Iterator[None]:
-    """Silence Python warnings and torch's logger while torch reads user files or runs user models.
-
-    torch reports a damaged .pt2 as a logged traceback and an unusual pickle protocol or a
-    broadcasting loss as UserWarnings, before raising or returning; the one line logdoctor prints
-    says what matters, and the noise above it would bury that line.
-    """
-    previous = logging.root.manager.disable
-    logging.disable(logging.CRITICAL)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logging.disable(previous)
-
-
-#: Globals a plain tensor pickle legitimately names; anything else is what the refusal should name.
-_TENSOR_GLOBALS = ("torch.", "collections.", "_codecs.", "numpy.core.multiarray._reconstruct", "numpy.dtype", "numpy.ndarray")
-_STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING", "BINSTRING", "STRING"}
-
-
-def pickled_global(path: Path, limit: int = 200_000) -> str | None:
-    """The first global a raw (non-zip) pickle imports that a tensor file would not, found by reading
-    its opcodes with pickletools (nothing is executed), or None.
-
-    The safe loader rejects such files on an opcode number ("Unsupported operand 149") rather than
-    on the global, so the refusal could not otherwise say what the file wants to run.
-    """
-    strings: list[str] = []
-    memo: dict[int, str] = {}
-    try:
-        with open(path, "rb") as fh:
-            for count, (op, arg, _) in enumerate(pickletools.genops(fh)):
-                if count >= limit:
-                    return None
-                name = op.name
-                if name in _STRING_OPS:
-                    strings.append(str(arg))
-                elif name == "MEMOIZE" and strings:
-                    memo[len(memo)] = strings[-1]
-                elif name in ("BINPUT", "LONG_BINPUT", "PUT") and strings:
-                    memo[int(arg)] = strings[-1]
-                elif name in ("BINGET", "LONG_BINGET", "GET") and int(arg) in memo:
-                    strings.append(memo[int(arg)])
-                elif name in ("GLOBAL", "INST", "STACK_GLOBAL"):
-                    found = str(arg).replace(" ", ".") if name != "STACK_GLOBAL" else ".".join(strings[-2:])
-                    if not found.startswith(_TENSOR_GLOBALS):
-                        return found
-    except Exception:  # noqa: BLE001 - a damaged pickle simply names nothing
-        return None
-    return None
-
-
-def load_file(path: Path, trust: bool = False) -> Any:
-    """`torch.load` with weights_only=True; a file that needs full unpickling is refused unless trusted."""
-    try:
-        with quiet_torch():
-            return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        if not trust:
-            found = re.search(r"GLOBAL ([\w.]+)", str(exc))
-            name = found.group(1) if found else pickled_global(path)
-            if name:
-                raise ReplayError(
-                    f"{path}: refusing to unpickle (it references {name}; loading it could run code) — "
-                    "pass --trust-checkpoint only if you trust where it came from"
-                ) from None
-            detail = re.search(r"WeightsUnpickler error:\s*(.+)", str(exc))
-            raise ReplayError(
-                f"{path}: not a readable PyTorch checkpoint (the safe loader rejected it: "
-                f"{detail.group(1).strip() if detail else 'not a tensor pickle'}); "
-                "if it is a full pickle you trust, pass --trust-checkpoint"
-            ) from None
-    except Exception as exc:  # noqa: BLE001 - torch raises many types for a damaged file
-        raise ReplayError(f"{path}: not a readable PyTorch checkpoint ({type(exc).__name__}: {exc})") from None
-    try:
-        with quiet_torch():
-            return torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as exc:  # noqa: BLE001
-        raise ReplayError(f"{path}: cannot load even with --trust-checkpoint ({type(exc).__name__}: {exc})") from None
 
 
 def _read_safetensors(path: Path) -> dict[str, torch.Tensor]:
@@ -220,7 +156,10 @@ def _from_object(path: Path, obj: Any) -> Checkpoint:
             schedulers=_as_list(obj.get("lr_schedulers", []), lambda s: isinstance(s, dict)),
             scaler=_first(obj, LIGHTNING_SCALER_KEYS),
             step=_int_or_none(obj.get("global_step")),
+            hparams=_plain_dict(obj.get("hyper_parameters")),
         )
+        epoch = _int_or_none(obj.get("epoch"))
+        ckpt.epochs_done = None if epoch is None else epoch + 1  # saved at the end of epoch `epoch` (0-based)
         return ckpt
     model = _first(obj, MODEL_KEYS)
     optimizer = _first(obj, OPTIMIZER_KEYS)
@@ -228,15 +167,27 @@ def _from_object(path: Path, obj: Any) -> Checkpoint:
         keys = ", ".join(sorted(map(str, obj))[:8])
         raise ReplayError(f"{path}: not a checkpoint layout logdoctor knows (top-level keys: {keys})")
     scaler = _first(obj, SCALER_KEYS)
+    timm = "arch" in obj and "state_dict" in obj  # timm's CheckpointSaver
+    epoch = _int_or_none(obj.get("epoch"))
     return Checkpoint(
         str(path),
-        "training_dict",
+        "timm" if timm else "training_dict",
         model=_tensors(model),
         optimizers=_as_list(optimizer, _is_optimizer_state) if optimizer is not None else [],
         schedulers=_as_list(_first(obj, SCHEDULER_KEYS) or [], lambda s: isinstance(s, dict)),
         scaler=scaler if isinstance(scaler, dict) else None,
         step=_int_or_none(_first(obj, STEP_KEYS)),
+        # timm saves `epoch` after finishing that (0-based) epoch; a hand-written dict's meaning is unknown
+        epochs_done=None if epoch is None or not timm else epoch + 1,
+        hparams=_plain_dict(obj.get("args") if timm else _first(obj, HPARAM_KEYS)),
     )
+
+
+def _plain_dict(obj: Any) -> dict[str, Any]:
+    """Saved hyperparameters as a dict (a dict, AttributeDict or argparse Namespace); {} otherwise."""
+    if obj is not None and not isinstance(obj, dict) and hasattr(obj, "__dict__"):
+        obj = vars(obj)
+    return {str(k): v for k, v in obj.items()} if isinstance(obj, dict) else {}
 
 
 def _tensors(obj: Any) -> dict[str, torch.Tensor]:
@@ -248,7 +199,7 @@ def _tensors(obj: Any) -> dict[str, torch.Tensor]:
     return {k: v for k, v in obj.items() if isinstance(k, str) and isinstance(v, torch.Tensor)}
 
 
-def _read_hf_folder(folder: Path, trust: bool) -> Checkpoint:
+def _read_hf_folder(folder: Path, load: Callable[[Path], Any]) -> Checkpoint:
     """A Hugging Face Trainer `checkpoint-N/` folder."""
     ckpt = Checkpoint(str(folder), "hf_trainer")
     index = folder / "model.safetensors.index.json"
@@ -258,21 +209,28 @@ def _read_hf_folder(folder: Path, trust: bool) -> Checkpoint:
         for shard in sorted(set(_read_json(index).get("weight_map", {}).values())):
             ckpt.model.update(_read_safetensors(folder / shard))
     elif (folder / "pytorch_model.bin").is_file():
-        ckpt.model = _tensors(load_file(folder / "pytorch_model.bin", trust))
+        ckpt.model = _tensors(load(folder / "pytorch_model.bin"))
     elif (folder / "adapter_model.safetensors").is_file():
         ckpt.model = _read_safetensors(folder / "adapter_model.safetensors")
         ckpt.notes.append("only PEFT adapter weights present (adapter_model.safetensors)")
     if (folder / "optimizer.pt").is_file():
-        ckpt.optimizers = _as_list(load_file(folder / "optimizer.pt", trust), _is_optimizer_state)
+        ckpt.optimizers = _as_list(load(folder / "optimizer.pt"), _is_optimizer_state)
     if (folder / "scheduler.pt").is_file():
-        ckpt.schedulers = _as_list(load_file(folder / "scheduler.pt", trust), lambda s: isinstance(s, dict))
+        ckpt.schedulers = _as_list(load(folder / "scheduler.pt"), lambda s: isinstance(s, dict))
     if (folder / "scaler.pt").is_file():
-        scaler = load_file(folder / "scaler.pt", trust)
+        scaler = load(folder / "scaler.pt")
         ckpt.scaler = scaler if isinstance(scaler, dict) else None
     if (folder / "trainer_state.json").is_file():
         state = _read_json(folder / "trainer_state.json")
         ckpt.step = _int_or_none(state.get("global_step"))
         ckpt.planned_steps = _int_or_none(state.get("max_steps")) or None
+        ckpt.lr_log = [
+            (int(e["step"]), float(e["learning_rate"]))
+            for e in state.get("log_history", [])
+            if isinstance(e, dict) and isinstance(e.get("step"), (int, float)) and isinstance(e.get("learning_rate"), (int, float))
+        ]
+    if (folder / "config.json").is_file():
+        ckpt.config = _read_json(folder / "config.json")
     if not ckpt.model and not ckpt.optimizers and ckpt.step is None:
         raise ReplayError(
             f"{folder}: not a checkpoint file or a Hugging Face checkpoint folder "

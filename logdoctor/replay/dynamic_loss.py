@@ -121,7 +121,14 @@ class OverfitBatchFailed(Probe):
         evidence.update(start_loss=start, reference=reference, reference_is=basis, goal=goal)
         weights = copy.deepcopy(model.state_dict())
         by_lr: dict[str, float] = {}
-        for lr in self.candidate_lrs(ctx):
+        lrs = self.candidate_lrs(ctx)
+        for i, lr in enumerate(lrs):
+            if ctx.out_of_time():
+                if not by_lr:
+                    raise Skip("the --budget was spent before any LR was tried")
+                evidence["cut"] = f"--budget spent after {i} of {len(lrs)} LRs"
+                break
+            ctx.progress(f"replay: overfit_batch_failed lr {lr:.2g} ({i + 1}/{len(lrs)})")
             model.load_state_dict(weights)
             best, detached = self._fit(model, target, batch, lr, goal)
             if detached:
@@ -132,6 +139,9 @@ class OverfitBatchFailed(Probe):
         del model, weights
         best_lr, best = min(by_lr.items(), key=lambda kv: kv[1] if math.isfinite(kv[1]) else math.inf)
         evidence.update(best_loss=best, best_lr=float(best_lr), loss_by_lr=by_lr, steps=self.params["steps"])
+        if "cut" in evidence:  # not every LR was tried: no verdict
+            title = f"overfit-one-batch not judged ({evidence['cut']}): loss {fmt(start)} -> {fmt(best)} at best, goal {fmt(goal)}"
+            return [self.report(ctx, title=title, confidence=0.3, where="one batch", severity="info", evidence=evidence)]
         title = (
             f"overfit-one-batch failed at every LR tried: loss {fmt(start)} -> {fmt(best)} at best (lr {best_lr}), "
             f"goal {fmt(goal)} = {self.params['target_fraction']:.0%} of {basis} {fmt(reference)}, {examples} examples"

@@ -68,7 +68,12 @@ class LrRange(Probe):
             start_loss = float(target.loss(model)[0])
         curve: list[tuple[float, float]] = []
         kind = ""
-        for lr in np.geomspace(self.params["min_lr"], self.params["max_lr"], int(self.params["points"])):
+        lrs = np.geomspace(self.params["min_lr"], self.params["max_lr"], int(self.params["points"]))
+        for i, lr in enumerate(lrs):
+            if ctx.out_of_time():
+                ctx.cache["lr_range_cut"] = f"--budget spent after {i} of {len(lrs)} LRs (up to {fmt(curve[-1][0]) if curve else 'none'})"
+                break
+            ctx.progress(f"replay: lr_range {i + 1}/{len(lrs)} (lr {float(lr):.2g})")
             model.load_state_dict(start)
             opt, kind = build_optimizer(model, ctx, fresh=True)
             for g in opt.param_groups:
@@ -93,6 +98,8 @@ class LrRange(Probe):
         start_loss, curve, kind = self.sweep(ctx)
         if not math.isfinite(start_loss):
             raise Skip("the loss at the checkpoint weights is not finite (see nan_source)")
+        if len(curve) < 2:
+            raise Skip(ctx.cache.get("lr_range_cut", "fewer than two LRs tried"))
         best_lr, best = min(curve, key=lambda c: c[1])
         ctx.cache["lr_range_best_lr"] = best_lr  # overfit_batch_failed tries it too
         blowup = next((lr for lr, v in curve if lr > best_lr and v > start_loss), None)
@@ -108,6 +115,8 @@ class LrRange(Probe):
             "best_loss": best,
             "loss_by_lr": {f"{lr:.2g}": float(f"{v:.4g}") for lr, v in curve},
         }
+        if "lr_range_cut" in ctx.cache:
+            evidence["cut"] = ctx.cache["lr_range_cut"]
         if not best < 0.98 * start_loss:
             evidence["verdict"] = "no_descent"
             return [self.report(ctx, title=f"LR range test: no LR in {self.params['min_lr']:g}..{fmt(curve[-1][0])} lowers the loss (not an LR problem)", confidence=0.6, where=None, severity="warning", evidence=evidence)]

@@ -59,13 +59,18 @@ class ParamMap:
         return [n for n, _ in self.params if n not in used]
 
 
-def candidate_params(model_state: dict[str, torch.Tensor]) -> list[tuple[str, tuple[int, ...]]]:
-    """Checkpoint tensors that look like trainable parameters, in saved order."""
-    return [
+def candidate_params(model_state: dict[str, torch.Tensor], order: list[str] | None = None) -> list[tuple[str, tuple[int, ...]]]:
+    """Checkpoint tensors that look like trainable parameters, in `order` (the model's) where it
+    names them, else in saved order."""
+    found = [
         (name, tuple(t.shape))
         for name, t in model_state.items()
         if t.is_floating_point() and not name.endswith(BUFFER_SUFFIXES)
     ]
+    if order:
+        rank = {name: i for i, name in enumerate(order)}
+        found.sort(key=lambda p: rank.get(p[0], len(rank)))
+    return found
 
 
 def optimizer_slots(optimizers: list[dict]) -> list[Slot]:
@@ -90,16 +95,50 @@ def map_params(slots: list[Slot], params: list[tuple[str, tuple[int, ...]]], sou
         pmap.names = {(s.optimizer, s.pid): p[0] for s, p in zip(slots, params)}
         pmap.exact = all(s.shape is not None for s in slots) or source == "model"
         return pmap
-    left, right = _subsequences(slots, params, from_end=False), _subsequences(slots, params, from_end=True)
-    pmap.names = left
-    # Same-shaped tensors (biases, norm weights) could swap places between groups; the names are
-    # certain only when matching from either end agrees and every slot's shape was known.
-    pmap.exact = left == right and len(left) == len(slots) and all(s.shape is not None for s in slots)
+    # Same-shaped tensors (biases, norm weights, square matrices) could swap places between groups,
+    # so matching runs from both ends, first with the usual decay / no-decay split (matrices decayed,
+    # biases and norm weights not) when the groups have it, then without.
+    complete = all(s.shape is not None for s in slots)
+    options = []
+    for split in (True, False) if _decay_split(slots) else (False,):
+        left, right = (_subsequences(slots, params, from_end=end, split=split) for end in (False, True))
+        if left == right and len(left) == len(slots):
+            pmap.names, pmap.exact = left, complete
+            return pmap
+        options += [m for m in (left, right) if len(m) == len(slots)]
+    # No agreement: the reading that leaves one contiguous block out (a frozen backbone or a
+    # forgotten head, never a scatter of tensors) is the credible one, when exactly one does.
+    single = [m for m in options if _runs_left_out(m, params) == 1]
+    if complete and single and all(m == single[0] for m in single):
+        pmap.names, pmap.exact = single[0], True
+        return pmap
+    pmap.names = options[0] if options else _subsequences(slots, params, from_end=False, split=False)
     return pmap
 
 
-def _subsequences(slots: list[Slot], params: list[tuple[str, tuple[int, ...]]], from_end: bool) -> dict[tuple[int, int], str]:
-    """Each group, in order, matched greedily as a shape-consistent subsequence of the unused parameters."""
+def _decay_split(slots: list[Slot]) -> bool:
+    """Do the groups separate decayed from undecayed parameters (nanoGPT, HF Trainer, timm)?"""
+    decays = {float(s.hyper.get("weight_decay") or 0) > 0 for s in slots}
+    return decays == {True, False}
+
+
+def _runs_left_out(names: dict, params: list[tuple[str, tuple[int, ...]]]) -> int:
+    """How many separate runs of consecutive parameters a mapping leaves unassigned."""
+    used = set(names.values())
+    runs, inside = 0, False
+    for name, _ in params:
+        out = name not in used
+        runs += out and not inside
+        inside = out
+    return runs
+
+
+def _subsequences(slots: list[Slot], params: list[tuple[str, tuple[int, ...]]], from_end: bool, split: bool) -> dict[tuple[int, int], str]:
+    """Each group, in order, matched greedily as a shape-consistent subsequence of the unused parameters.
+
+    With `split`, a group with weight decay takes only matrices (two or more dimensions) and one
+    without takes only vectors, the convention decay / no-decay groups follow.
+    """
     remaining = list(params)
     names: dict[tuple[int, int], str] = {}
     groups: dict[tuple[int, int], list[Slot]] = {}
@@ -108,9 +147,14 @@ def _subsequences(slots: list[Slot], params: list[tuple[str, tuple[int, ...]]], 
     for group in groups.values():
         order = list(reversed(group)) if from_end else group
         pool = list(reversed(remaining)) if from_end else remaining
+        decayed = float(group[0].hyper.get("weight_decay") or 0) > 0
+
+        def fits(shape: tuple[int, ...]) -> bool:
+            return not split or (len(shape) >= 2) == decayed
+
         j = 0
         for s in order:
-            while j < len(pool) and s.shape is not None and pool[j][1] != s.shape:
+            while j < len(pool) and ((s.shape is not None and pool[j][1] != s.shape) or not fits(pool[j][1])):
                 j += 1
             if j >= len(pool):
                 break

@@ -12,6 +12,8 @@ speaks to; `ruled_out_pattern` narrows what a clean run may rule out).
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -21,6 +23,8 @@ from ..model import Finding
 from ..rules.base import Rule
 from .checkpoint import Checkpoint
 from .params import ParamMap, candidate_params, map_params, optimizer_slots
+from .hf import parameter_order
+from .plan import progress
 
 
 class Skip(Exception):
@@ -35,25 +39,51 @@ class ReplayContext:
     #: `target.Target` when --model and --batch/--data were given.
     target: Any = None
     cache: dict[str, Any] = field(default_factory=dict)
+    #: time.monotonic() after which long probes stop and say so (--budget); None: no limit.
+    deadline: float | None = None
+    #: Where progress lines go (stderr in the CLI); None: nowhere.
+    say: Callable[[str], None] | None = None
+    #: When the last progress line was said (none in the first seconds: short runs stay quiet).
+    _last_said: float = field(default_factory=time.monotonic)
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def progress(self, message: str, every: float = 2.0) -> None:
+        """A progress line for a long probe, at most one per `every` seconds."""
+        now = time.monotonic()
+        if self.say is not None and now - self._last_said >= every:
+            self._last_said = now
+            self.say(message)
 
     @property
     def steps(self) -> tuple[int, int] | None:
         return None if self.ckpt.step is None else (self.ckpt.step, self.ckpt.step)
 
     def params(self) -> ParamMap:
-        """Optimizer slots matched to parameter names (computed once)."""
+        """Optimizer slots matched to parameter names, in the model's parameter order (computed once).
+
+        With --model, the optimizer most likely holds exactly the parameters that require grad, so
+        those are tried first; all parameters when that does not line up (frozen ones left in a
+        group). Without it, the checkpoint's tensors, put in model order when config.json can say it.
+        """
         if "params" not in self.cache:
             slots = optimizer_slots(self.ckpt.optimizers)
-            if self.target is not None and self.target.trainable:
-                self.cache["params"] = map_params(slots, self.target.trainable, source="model")
+            target = self.target
+            if target is not None and target.trainable:
+                pmap = map_params(slots, [p for p in target.trainable if p[0] not in target.frozen], source="model")
+                if target.frozen and not pmap.exact:
+                    pmap = map_params(slots, target.trainable, source="model")
             else:
-                self.cache["params"] = map_params(slots, candidate_params(self.ckpt.model))
+                pmap = map_params(slots, candidate_params(self.ckpt.model, parameter_order(self.ckpt.config)))
+            self.cache["params"] = pmap
         return self.cache["params"]
 
     def finished(self) -> bool:
         """Saved at the end of its planned run? (Then an LR annealed to 0 is expected, not a fault.)"""
-        if self.ckpt.planned_steps and self.ckpt.step is not None:
-            return self.ckpt.step >= self.ckpt.planned_steps
+        done = progress(self.ckpt)
+        if done is not None:
+            return done >= 1
         for state in self.ckpt.schedulers:
             total = planned_total(state)
             if total and isinstance(state.get("last_epoch"), (int, float)) and state["last_epoch"] >= total[0]:
@@ -125,9 +155,18 @@ class Probe(Rule):
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         raise NotImplementedError
 
+    #: Dynamic probes test the checkpoint's network; a --model that does not match it is another one.
+    needs_matching_model: ClassVar[bool] = True
+
     def run(self, ctx: ReplayContext) -> Outcome:
-        if self.kind == "dynamic" and ctx.target is None:
-            return Outcome(self, "skipped", reason="needs --model and --batch/--data")
+        if self.kind == "dynamic":
+            if ctx.target is None:
+                return Outcome(self, "skipped", reason="needs --model and --batch/--data")
+            if self.needs_matching_model and ctx.target.partial:
+                return Outcome(self, "skipped", reason="the --model does not match the checkpoint (see partial_load)")
+            if ctx.out_of_time():
+                return Outcome(self, "skipped", reason="the --budget was spent")
+            ctx.progress(f"replay: running {self.code}")
         try:
             findings = self.probe(ctx)
         except Skip as why:
@@ -157,11 +196,15 @@ class Probe(Rule):
         evidence: dict[str, Any],
         where: str | None = None,
         severity: str | None = None,
+        advice: bool = False,
     ) -> Finding:
-        """A finding located at the checkpoint's step; `where` names the tensor/module/group."""
+        """A finding located at the checkpoint's step; `where` names the tensor/module/group.
+
+        An info finding reports a measurement, not a problem: no causes or fixes to suggest, unless
+        it is a best-practice note (`advice`), whose fix is the point of reporting it.
+        """
         severity = severity or self.severity
-        # An info finding reports a measurement, not a problem: no causes or fixes to suggest.
-        quiet = [] if severity == "info" else None
+        quiet = [] if severity == "info" and not advice else None
         f = self.finding(
             None, title=title, steps=ctx.steps, confidence=confidence, evidence=_rounded(evidence), severity=severity, causes=quiet, fixes=quiet
         )

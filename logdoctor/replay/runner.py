@@ -1,6 +1,8 @@
 """Load a checkpoint (and optionally a model + batch), run every probe, collect the outcomes."""
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +27,15 @@ class ReplayOptions:
     data: str | None = None
     loss: str | None = None
     device: str = "auto"
+    #: Full unpickling of the checkpoint (--trust-checkpoint) / of the --batch file (--trust-batch).
     trust: bool = False
+    trust_batch: bool = False
+    #: Which element of a tuple batch holds the targets (--targets-index); None: the second.
+    targets_index: int | None = None
+    #: Seconds the dynamic probes may take in all (--budget); None: no limit.
+    budget: float | None = None
+    #: Where warning and progress lines go as they happen (stderr in the CLI).
+    say: Callable[[str], None] | None = None
     config: Config = field(default_factory=Config)
 
 
@@ -72,16 +82,25 @@ def probe_enabled(config: Config, code: str) -> bool:
 def run_replay(checkpoint: str | Path, options: ReplayOptions | None = None) -> ReplayResult:
     """Every enabled probe on `checkpoint`; raises ReplayError for input the user must fix."""
     options = options or ReplayOptions()
-    ckpt = load_checkpoint(checkpoint, trust=options.trust)
-    warnings = list(ckpt.notes)
+    trusted: list[str] = []
+
+    def warn(line: str) -> None:
+        trusted.append(line)
+        if options.say is not None:
+            options.say(line)
+
+    ckpt = load_checkpoint(checkpoint, trust=options.trust, warn=warn)
     target = None
     if options.model:
-        target = build_target(ckpt, options.model, options.batch, options.data, options.loss, options.device, options.trust)
-        warnings += target.notes
-    elif options.batch or options.data:
+        target = build_target(
+            ckpt, options.model, options.batch, options.data, options.loss, options.device, options.trust_batch, options.targets_index, warn
+        )
+    warnings = trusted + list(ckpt.notes) + (target.notes if target is not None else [])
+    if not options.model and (options.batch or options.data):
         warnings.append("--batch/--data given without --model: dynamic probes skipped")
     device = str(target.device) if target is not None else "cpu"
-    ctx = ReplayContext(ckpt, target)
+    deadline = time.monotonic() + options.budget if options.budget else None
+    ctx = ReplayContext(ckpt, target, deadline=deadline, say=options.say)
     outcomes = []
     try:
         for cls in PROBES:

@@ -5,6 +5,7 @@ import math
 from typing import Any
 
 from ..model import Finding
+from .plan import early_floor, progress
 from .probe import Probe, ReplayContext, Skip, fmt, planned_total, state_number
 
 
@@ -52,24 +53,35 @@ class SchedulerExhausted(Probe):
     ruled_out_pattern = r"floor|scheduler length|t_max"
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
-        if not ctx.ckpt.schedulers:
-            raise Skip("no scheduler state in the checkpoint")
-        findings = []
-        checked = False
-        for i, state in enumerate(ctx.ckpt.schedulers):
-            pos = schedule_position(state)
-            where = f"scheduler{i}" + (f" ({pos['family']})" if "family" in pos else "")
+        positions = [(f"scheduler{i}", schedule_position(state), optimizer_steps(ctx, i)) for i, state in enumerate(ctx.ckpt.schedulers)]
+        if not positions:  # no scheduler state saved (timm): the groups' LR against the initial_lr it set
+            positions = [("param groups", pos, None) for pos in group_positions(ctx)]
+        logged = self._logged_floor(ctx)
+        if not positions and logged is None:
+            raise Skip("no scheduler state, no scheduler-set initial_lr and no logged LR in the checkpoint")
+        findings = [logged] if logged else []
+        checked = logged is not None
+        for where, pos, opt_steps in positions:
+            where += f" ({pos['family']})" if "family" in pos else ""
             evidence = {k: v for k, v in pos.items() if k != "family"}
-            opt_steps = optimizer_steps(ctx, i)
             checks = (self._past_total(pos), self._floor_early(ctx, pos), self._cadence(pos, opt_steps))
             checked = checked or any(c is not None for c in checks)
             problem = next((c for c in checks if c), None)
-            if problem:
+            if problem and not logged:
                 title, confidence, extra = problem
                 findings.append(self.report(ctx, title=title, confidence=confidence, where=where, evidence={**evidence, **extra}))
         if not checked:
             raise Skip("the scheduler state has no planned total, and neither the run's planned steps nor the optimizer's step count are known")
         return findings
+
+    def _logged_floor(self, ctx: ReplayContext) -> Finding | None:
+        """The trainer's own LR log (HF) reaching its floor early, whichever checkpoint this is."""
+        found = early_floor(ctx.ckpt.lr_log, ctx.ckpt.planned_steps, self.params["floor_fraction"], self.params["remaining_fraction"])
+        if found is None:
+            return None
+        step, total = found["floor_from_step"], found["planned_steps"]
+        title = f"the logged LR fell to its floor ({fmt(found['lr_at_floor'])}, peak {fmt(found['peak_lr'])}) at step {step:,} of {total:,} planned, and stayed there"
+        return self.report(ctx, title=title, confidence=0.9, where="logged learning_rate", evidence=found)
 
     # Each check returns None (cannot tell), () (fine) or (title, confidence, extra evidence).
 
@@ -82,14 +94,18 @@ class SchedulerExhausted(Probe):
         return f"scheduler stepped {fmt(last)} times, {fmt(last / total)}x its planned total of {fmt(total)}", 0.9, {}
 
     def _floor_early(self, ctx: ReplayContext, pos: dict):
-        frac, run_total, step = pos.get("lr_fraction_of_base"), ctx.ckpt.planned_steps, ctx.ckpt.step
-        if frac is None or not run_total or step is None:
+        frac, done = pos.get("lr_fraction_of_base"), progress(ctx.ckpt)
+        if frac is None or done is None:
             return None
-        remaining = 1 - step / run_total
+        remaining = 1 - done
         if frac > self.params["floor_fraction"] or remaining < self.params["remaining_fraction"]:
             return ()
-        title = f"LR at {frac:.1%} of its base with {remaining:.0%} of the run's {run_total:,} steps to go"
-        return title, 0.85, {"step": step, "planned_steps": run_total}
+        ckpt = ctx.ckpt
+        if ckpt.planned_steps and ckpt.step is not None:
+            at, evidence = f"the run's {ckpt.planned_steps:,} steps", {"step": ckpt.step, "planned_steps": ckpt.planned_steps}
+        else:
+            at, evidence = f"the run's {ckpt.planned_epochs} epochs", {"epochs_done": ckpt.epochs_done, "planned_epochs": ckpt.planned_epochs}
+        return f"LR at {frac:.1%} of its base with {remaining:.0%} of {at} to go", 0.85, evidence
 
     def _cadence(self, pos: dict, opt_steps: int | None):
         last = pos["last_epoch"]
@@ -103,6 +119,17 @@ class SchedulerExhausted(Probe):
             "(stepped per micro-batch, or steps skipped by the GradScaler)"
         )
         return title, 0.8, {"optimizer_steps": opt_steps, "scheduler_steps_per_optimizer_step": ratio}
+
+
+def group_positions(ctx: ReplayContext) -> list[dict[str, Any]]:
+    """Per optimizer, its LR as a fraction of the `initial_lr` a scheduler recorded in its groups."""
+    out = []
+    for opt in ctx.ckpt.optimizers:
+        pairs = [(state_number(g.get("lr")), state_number(g.get("initial_lr"))) for g in opt.get("param_groups", [])]
+        ratios = [lr / base for lr, base in pairs if lr is not None and base]
+        if ratios:
+            out.append({"last_epoch": None, "lr_fraction_of_base": max(ratios), "last_lr": max(lr for lr, base in pairs if lr is not None and base)})
+    return out
 
 
 def optimizer_steps(ctx: ReplayContext, index: int) -> int | None:

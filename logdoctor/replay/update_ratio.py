@@ -17,6 +17,7 @@ import torch
 from ..model import Finding
 from .optim_rebuild import build_optimizer
 from .probe import Probe, ReplayContext, Skip, configured_lr, fmt, listed, state_number
+from .static_optim import gradless
 from .target import train_mode
 
 
@@ -91,6 +92,12 @@ def ratio_summary(ctx: ReplayContext) -> dict:
             ratios, method = estimated_ratios(ctx), "estimated from optimizer moments"
             shapes = {n: tuple(t.shape) for n, t in ctx.ckpt.model.items()}
         ratios = {n: r for n, r in ratios.items() if math.isfinite(r)}
+        stuck = [n for n in gradless(ctx) if len(shapes.get(n, ())) >= 2]
+        if stuck:
+            raise Skip(
+                f"{len(stuck)} weight matrix(es) never got a gradient (never_updated): "
+                "an update ratio over the rest would blame the LR for a model fault"
+            )
         if not ratios:
             raise Skip("no tensor with both weights and Adam/momentum state to compare")
         # Weight matrices only: biases and norm shifts start at 0, so their relative updates are huge early on.
