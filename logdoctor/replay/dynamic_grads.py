@@ -79,9 +79,9 @@ class GradVanish(Probe):
     """Gradients vanish toward the input layers.
 
     Symptom:
-        The gradient norm of the input-side layer is below `ratio` times that
-        of the output-side layer (or every gradient is below `min_norm`): the
-        early layers barely learn.
+        The largest gradient norm among the input-side quarter of the layers
+        is below `ratio` times the largest among the output-side quarter (or
+        every gradient is below `min_norm`): the early layers barely learn.
     Root causes:
         - saturating activations (sigmoid / tanh) stacked deep, or dead ReLUs, shrink the gradient at every layer
         - a deep plain network without residual connections or normalisation
@@ -103,19 +103,31 @@ class GradVanish(Probe):
         if len(norms) < 2:
             raise Skip("fewer than two layers with a weight matrix and a gradient")
         names = list(norms)
-        first, last = norms[names[0]], norms[names[-1]]
         top = max(norms.values())
         if top == 0:
             raise Skip("every gradient is zero (see no_grad)")
+        first_name, first = _strongest(names[: max(1, len(names) // 4)], norms)
+        last_name, last = _strongest(names[-max(1, len(names) // 4):], norms)
         ratio = first / last if last > 0 else math.inf
-        evidence = {"input_layer": names[0], "output_layer": names[-1], "input_grad_norm": first, "output_grad_norm": last, "ratio": ratio, "max_grad_norm": top}
+        evidence = {"input_layer": first_name, "output_layer": last_name, "input_grad_norm": first, "output_grad_norm": last, "ratio": ratio, "max_grad_norm": top}
         if ratio < self.params["ratio"]:
-            title = f"gradient vanishes toward the input: {names[0]} {fmt(first)} vs {names[-1]} {fmt(last)} (ratio {fmt(ratio)})"
+            title = f"gradient vanishes toward the input: {first_name} {fmt(first)} vs {last_name} {fmt(last)} (ratio {fmt(ratio)})"
         elif top < self.params["min_norm"]:
             title = f"every layer's gradient norm is below {self.params['min_norm']:g} (largest {fmt(top)})"
         else:
             return []
-        return [self.report(ctx, title=title, confidence=0.8, where=names[0], evidence=evidence)]
+        return [self.report(ctx, title=title, confidence=0.8, where=first_name, evidence=evidence)]
+
+
+def _strongest(names: list[str], norms: dict[str, float]) -> tuple[str, float]:
+    """The layer with the largest gradient among `names`.
+
+    Vanishing means every input-side layer gets almost nothing; one small layer among healthy ones
+    is normal (an attention query or key at a near-uniform softmax), so each side is judged by its
+    strongest layer, over the first and last quarter of the layers.
+    """
+    name = max(names, key=lambda n: norms[n])
+    return name, norms[name]
 
 
 class GradExplode(Probe):

@@ -306,13 +306,14 @@ def load_batches(
     raise ReplayError(f"--data {data}: returned no batch")
 
 
-def to_device(obj: Any, device: torch.device) -> Any:
+def to_device(obj: Any, device: torch.device, dtype: torch.dtype | None = None) -> Any:
+    """`obj`'s tensors on `device`; floating ones also in `dtype` when given (a bf16 model takes bf16 inputs)."""
     if isinstance(obj, torch.Tensor):
-        return obj.to(device)
+        return obj.to(device, dtype) if dtype is not None and obj.is_floating_point() else obj.to(device)
     if isinstance(obj, dict):
-        return {k: to_device(v, device) for k, v in obj.items()}
+        return {k: to_device(v, device, dtype) for k, v in obj.items()}
     if isinstance(obj, (tuple, list)):
-        return type(obj)(to_device(v, device) for v in obj)
+        return type(obj)(to_device(v, device, dtype) for v in obj)
     return obj
 
 
@@ -462,7 +463,8 @@ def build_target(
     if fit is not None and model_spec == "hf" and ckpt.layout == "hf_trainer" and ckpt.optimizers:
         mark_frozen_from_optimizer(model, ckpt, notes)
     model = model.to(dev)
-    batches = [to_device(b, dev) for b in load_batches(batch, data, trust_batch, targets_index, warn)]
+    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
+    batches = [(to_device(x, dev, dtype), to_device(y, dev)) for x, y in load_batches(batch, data, trust_batch, targets_index, warn)]
     own = loss is None and _computes_own_loss(model, batches[0])
     name, fn = ("the model's own loss", None) if own else loss_function(loss, batches[0][1])
     target = Target(factory, model, batches, name, fn, dev, loaded=fit is not None, fit=fit, own_loss=own, notes=notes)
@@ -471,10 +473,14 @@ def build_target(
     try:
         with torch.no_grad(), quiet_torch():  # a broadcasting-loss warning would precede the error line
             value, _ = target.loss(model)
-    except ReplayError:
-        raise
     except Exception as exc:  # noqa: BLE001 - shape / dtype mismatches between model, batch and loss
-        raise ReplayError(f"--model {model_spec}: forward + {name} on the batch failed ({type(exc).__name__}: {exc})") from None
+        problem = f"--model {model_spec}: forward + {name} on the batch failed ({type(exc).__name__}: {exc})"
+        if target.partial:  # another network than the checkpoint's: partial_load reports that, nothing runs it
+            notes.append(problem)
+            return target
+        if isinstance(exc, ReplayError):
+            raise
+        raise ReplayError(problem) from None
     if not isinstance(value, torch.Tensor) or value.numel() != 1:
         raise ReplayError(f"--loss {name}: returned {getattr(value, 'shape', type(value).__name__)}, expected a scalar tensor")
     if not math.isfinite(float(value)):
