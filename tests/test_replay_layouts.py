@@ -17,7 +17,6 @@ torch = pytest.importorskip("torch")
 import _replay_layouts as layouts  # noqa: E402
 from _replay_models import single_thread  # noqa: E402,F401
 
-from logdoctor.config import Config  # noqa: E402
 from logdoctor.replay.runner import ReplayOptions, run_replay  # noqa: E402
 
 #: layout -> case -> the probe codes that must report it statically (checkpoint alone); clean_* cases: none.
@@ -36,8 +35,6 @@ STATIC = {
 }
 #: Faults the model must confirm dynamically (with --model and a batch).
 DYNAMIC = {("plain", "dead_relu"): {"dead_relu"}, ("plain", "detached"): {"no_grad"}, ("lightning", "dead_relu"): {"dead_relu"}}
-#: Cheap settings for the slow dynamic probes (the product defaults sweep longer).
-FAST = Config(rules={"lr_range": {"points": 8, "steps": 2}, "overfit_batch_failed": {"steps": 60}})
 
 SETS = {"dev": 0, "acceptance": 1}
 CASES = [(layout, case) for layout, cases in STATIC.items() for case in cases]
@@ -92,7 +89,7 @@ def test_static_replay_finds_the_fault_and_spares_the_clean_twin(built, layout, 
 def test_dynamic_replay_with_the_one_flag_model(built, layout, case):
     """Lightning: the class from the saved hyperparameters; HF: config.json; no hand-written factory."""
     ckpt, model, batch = built(layout, case)
-    result = run_replay(ckpt, ReplayOptions(model=model, batch=str(batch), device="cpu", config=FAST))
+    result = run_replay(ckpt, ReplayOptions(model=model, batch=str(batch), device="cpu"))
     assert not any("failed (" in w for w in result.warnings), result.warnings
     found = alarms(result)
     if case.startswith("clean"):
@@ -123,7 +120,7 @@ def test_hf_model_of_another_shape_is_a_critical_partial_load(built, tmp_path):
         f"    c = transformers.BertConfig.from_json_file({str(ckpt / 'config.json')!r})\n"
         "    c.num_labels = 2\n    return transformers.BertForSequenceClassification(c)\n"
     )
-    result = run_replay(ckpt, ReplayOptions(model=f"{factory}:build", batch=str(batch), device="cpu", config=FAST))
+    result = run_replay(ckpt, ReplayOptions(model=f"{factory}:build", batch=str(batch), device="cpu"))
     outcomes = {o.probe.code: o for o in result.outcomes}
     assert outcomes["partial_load"].findings[0].severity == "critical"
     assert sorted(outcomes["partial_load"].findings[0].evidence["shape_mismatch"]) == ["classifier.bias", "classifier.weight"]

@@ -10,7 +10,7 @@ from torch import nn
 from ..model import Finding
 from .passes import subset
 from .probe import Probe, ReplayContext, Skip, configured_run_lr, fmt
-from .target import train_mode
+from .target import train_mode, without_dropout
 
 
 class InitLossOff(Probe):
@@ -103,10 +103,7 @@ class OverfitBatchFailed(Probe):
 
     def probe(self, ctx: ReplayContext) -> list[Finding]:
         target = ctx.target
-        model = target.copy() if target.loaded else target.fresh()
-        for m in model.modules():
-            if isinstance(m, nn.modules.dropout._DropoutNd):
-                m.p = 0.0
+        model = without_dropout(target.copy() if target.loaded else target.fresh())
         train_mode(model)
         batch = subset(target.batch, self.params["examples"])
         examples = int(batch[1].shape[0]) if batch[1].dim() else 1

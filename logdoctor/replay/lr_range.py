@@ -10,7 +10,7 @@ import torch
 from ..model import Finding
 from .optim_rebuild import build_optimizer
 from .probe import Probe, ReplayContext, Skip, configured_run_lr, fmt
-from .target import train_mode
+from .target import train_mode, without_dropout
 
 
 class LrRange(Probe):
@@ -22,9 +22,10 @@ class LrRange(Probe):
         the run's kind and takes `steps` updates; the loss afterwards is
         recorded. (Restarting per LR, instead of Smith's single growing-LR
         run, keeps the test honest on a single probe batch, where progress
-        would otherwise accumulate.) Fires when the run's current LR is more
-        than two decades below the best LR, or at/above the LR where the loss
-        ends worse than it started.
+        would otherwise accumulate.) Suggests a decade below the best LR (a
+        few steps on one batch favour large LRs). Fires when the run's
+        configured LR is more than `too_low_decades` decades below the
+        suggestion, or at/above the LR where the loss ends worse than it started.
     Root causes:
         - an LR copied from a different batch size, optimizer or model, one to three decades off the productive band
         - a scheduler that left the LR at its floor, or a warmup that never ended
@@ -61,7 +62,7 @@ class LrRange(Probe):
     def sweep(self, ctx: ReplayContext) -> tuple[float, list[tuple[float, float]], str]:
         """(start loss, [(lr, loss after `steps` updates)], optimizer kind), stopping once past divergence."""
         target = ctx.target
-        model = target.copy()
+        model = without_dropout(target.copy())
         train_mode(model)
         start = copy.deepcopy(model.state_dict())
         with torch.no_grad():
@@ -123,9 +124,11 @@ class LrRange(Probe):
         if current is None:
             evidence["verdict"] = "unknown"
             return [self.report(ctx, title=f"LR range test: suggested lr {fmt(suggested)} (best short-run lr {fmt(best_lr)})", confidence=0.6, where=None, evidence=evidence)]
-        if current < best_lr / 10 ** self.params["too_low_decades"]:
+        # Against the suggestion, not the best short-run LR: a few steps from one batch favour LRs a
+        # decade or more above what a whole run can use, which is why the suggestion is a decade lower.
+        if current < suggested / 10 ** self.params["too_low_decades"]:
             evidence["verdict"] = "too_low"
-            title = f"configured lr {fmt(current)} is {fmt(best_lr / current)}x below the best lr {fmt(best_lr)} (suggested {fmt(suggested)})"
+            title = f"configured lr {fmt(current)} is {fmt(suggested / current)}x below the suggested lr {fmt(suggested)} (best short-run lr {fmt(best_lr)})"
         elif blowup is not None and current >= blowup:
             evidence["verdict"] = "too_high"
             title = f"configured lr {fmt(current)} is at or past where the loss blows up ({fmt(blowup)}; suggested {fmt(suggested)})"

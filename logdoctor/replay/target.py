@@ -137,6 +137,15 @@ def train_mode(model: nn.Module) -> nn.Module:
     return model
 
 
+def without_dropout(model: nn.Module) -> nn.Module:
+    """`model` with every dropout layer at p=0, so that losses compared across steps or LRs differ by
+    what the optimizer did, not by which units dropout drew (HF models train with dropout 0.1)."""
+    for m in model.modules():
+        if isinstance(m, nn.modules.dropout._DropoutNd):
+            m.p = 0.0
+    return model
+
+
 def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
