@@ -95,3 +95,50 @@ def test_a_spent_budget_cuts_the_dynamic_probes_and_says_so(run_dir):
     assert outcomes["nan_weights"].status == "clear"  # static probes are cheap and always run
     assert outcomes["no_grad"].status == "skipped" and outcomes["no_grad"].reason == "the --budget was spent"
     assert "--budget" in result.summary()
+
+
+def test_hf_causal_lm_uses_its_own_shifted_loss(tmp_path):
+    """--model hf on a folder with config.json; with `labels` in the batch the model's own loss is used (a causal
+    LM shifts the labels itself, which a loss applied from outside would not)."""
+    transformers = pytest.importorskip("transformers")
+    from logdoctor.replay.checkpoint import load_checkpoint
+    from logdoctor.replay.target import build_target
+
+    config = transformers.GPT2Config(vocab_size=50, n_positions=16, n_embd=16, n_layer=1, n_head=2, architectures=["GPT2LMHeadModel"])
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config)
+    model.save_pretrained(tmp_path / "checkpoint-1")
+    ids = torch.randint(0, 50, (8, 12), generator=torch.Generator().manual_seed(0))
+    torch.save(transformers.BatchEncoding({"input_ids": ids, "labels": ids}), tmp_path / "batch.pt")
+    target = build_target(load_checkpoint(tmp_path / "checkpoint-1"), "hf", str(tmp_path / "batch.pt"), None, None, "cpu")
+    assert target.own_loss and not target.partial
+    model.eval(), target.model.eval()  # dropout off on both sides
+    loss, logits = target.loss(target.model)
+    with torch.no_grad():
+        assert torch.allclose(loss, model(input_ids=ids, labels=ids).loss) and target.classes(logits) == 50
+
+
+def test_timm_model_is_built_from_the_saved_args(monkeypatch, tmp_path):
+    """timm does not install beside the CPU torch build here, so its create_model is stood in for: the name and
+    class count come from the checkpoint's args, and pretrained weights are never asked for."""
+    import argparse
+    import types
+
+    from logdoctor.replay.checkpoint import load_checkpoint
+    from logdoctor.replay.target import model_factory
+
+    calls = []
+    fake = types.SimpleNamespace(create_model=lambda name, **kw: calls.append((name, kw)) or models.mlp())
+    monkeypatch.setitem(__import__("sys").modules, "timm", fake)
+    args = argparse.Namespace(model="resnet18", num_classes=models.CLASSES, epochs=5)
+    torch.save({"arch": "resnet18", "state_dict": models.mlp().state_dict(), "epoch": 4, "args": args}, tmp_path / "last.pth.tar")
+    ckpt = load_checkpoint(tmp_path / "last.pth.tar")
+    model_factory("timm", ckpt)()
+    model_factory("timm:other_net", ckpt)()
+    assert calls == [("resnet18", {"pretrained": False, "num_classes": 10}), ("other_net", {"pretrained": False, "num_classes": 10})]
+
+
+def test_a_lightning_class_missing_a_required_argument_is_named(run_dir, tmp_path):
+    (tmp_path / "nets.py").write_text("from torch import nn\nclass Net(nn.Module):\n    def __init__(self, width, depth=2):\n        super().__init__()\n")
+    with pytest.raises(ReplayError, match=r"Net\(\) needs width, which the checkpoint's saved hyperparameters do not hold"):
+        run_replay(run_dir / "ckpt.pt", ReplayOptions(model=f"{tmp_path / 'nets.py'}:Net", batch=str(run_dir / "batch.pt"), device="cpu"))
