@@ -49,7 +49,7 @@ import numpy as np
 
 from . import curves
 from .model import Series
-from .roles import DISCRIMINATOR, GENERATOR, is_adversarial_part, tokens
+from .roles import DISCRIMINATOR, GENERATOR, TOTAL_WORDS, is_adversarial_part, tokens
 from .rules._loss import is_adversarial
 from .view import RunView
 
@@ -237,8 +237,10 @@ def _another_part_learned(view: RunView, loss: Series) -> bool:
     a solved part sits still beside one still learning. A logged total, when there is one, is
     the primary and speaks for all."""
     role = "train_loss" if loss.name == view.roles.get("train_loss") else "val_loss"
+    if set(tokens(loss.name)) & TOTAL_WORDS:
+        return False  # the primary is the logged total
     for other in view.all_series(role):
-        if other.name == loss.name or "total" in tokens(other.name):
+        if other.name == loss.name or set(tokens(other.name)) & TOTAL_WORDS:
             continue
         levels = _levels(other, MIN_POINTS)
         if levels is not None and levels.end < levels.start - LEVEL_Z * levels.error:

@@ -74,6 +74,8 @@ GENERATOR = frozenset({"g", "gen", "generator", "netg", "errg"})
 DISCRIMINATOR = frozenset({"d", "disc", "discriminator", "netd", "errd"})
 #: CycleGAN's other printed parts (`cycle_A`, `idt_B`): loss terms with no `loss` in their names.
 _GAN_TERMS = {"cycle", "idt"}
+#: Name words of a loss logged as the total of its parts (a VAE's negative ELBO is reconstruction + KL).
+TOTAL_WORDS = frozenset({"total", "overall", "elbo"})
 #: Preference-optimisation words (TRL's DPO logs `rewards/chosen`, `rewards/rejected`, `rewards/margins`).
 _PREFERENCE = {"chosen", "rejected", "margin", "margins"}
 #: Error rates (lower is better): word / character / translation error rate, `top1_err`, `error`.
@@ -212,7 +214,7 @@ def classify(name: str) -> str | None:
         return "train_loss"  # CycleGAN prints `D_A: 0.23 G_A: 0.48 cycle_A: 2.49 idt_A: 1.00`
     # the objective under other names (`objective`, `train_cost`, `val_mse`); a Keras-style `mse`
     # metric next to `loss` stays second: `_preference` ranks the plain loss first
-    if (_is_lossy(toks) or toks[-1] in ("nll", "ce", "xent", "objective", "cost", "mse", "rmse", "mae")) and toks[-1] not in _SETTING:
+    if (_is_lossy(toks) or toks[-1] in ("nll", "ce", "xent", "objective", "cost", "mse", "rmse", "mae", "elbo")) and toks[-1] not in _SETTING:
         if split == "val":
             return "val_loss"
         if split == "test":
@@ -256,7 +258,7 @@ def _preference(name: str, counts: dict[str, int]) -> tuple:
     """Sort key among candidates for one role: plain totals, step-level, most points first."""
     toks = tokens(name)
     extra = [t for t in toks if t not in _VAL | _TEST | _TRAIN | _EXTRA_LOSS_PARTS | _QUANTITY and "loss" not in t]
-    total = any(t in ("total", "overall") for t in toks)
+    total = bool(TOTAL_WORDS & set(toks))
     epoch_level = "epoch" in toks
     split = _split(toks)
     # a role both splits can fill (reward, epoch): the training curve first, test last

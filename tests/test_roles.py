@@ -101,6 +101,9 @@ REAL_WORLD_NAMES = {
         ("batch_loss", "train_loss"), ("sparse_categorical_accuracy", "train_acc"), ("val_auc", "val_acc"),
         ("val_precision_1", "val_acc"), ("val_mae", "val_loss"),
     ],
+    "VAEs (negative ELBO = reconstruction + KL)": [
+        ("train/elbo", "train_loss"), ("val/elbo", "val_loss"), ("train/kl_loss", "train_loss"),
+    ],
     "GANs (pytorch-CycleGAN-and-pix2pix loss_log.txt, the DCGAN tutorial)": [
         ("D_A", "train_loss"), ("G_B", "train_loss"), ("cycle_A", "train_loss"), ("idt_B", "train_loss"),
         ("Loss_D", "train_loss"), ("errG", "train_loss"), ("lr_G", "lr"), ("d_model", None), ("g_norm", None), ("cycle", None),
