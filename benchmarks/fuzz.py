@@ -413,7 +413,7 @@ def m_symlink(rng, folder):
 
 
 def m_unreadable(rng, folder):
-    dirs = [folder] + [p for p in folder.rglob("*") if p.is_dir()]
+    dirs = [folder] + [p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()]  # not the case root through a link
     files = _files(folder)
     victim = rng.choice(dirs + files)
     victim.chmod(rng.choice([0, 0o300, 0o200]) if victim.is_dir() else 0)

@@ -203,3 +203,14 @@ def test_a_console_line_of_40000_values_is_read_in_linear_time(tmp_path):
     (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
     runs, errors = _bounded_load(tmp_path)
     assert errors == [] and {"train_loss", "m39999"} < set(runs["train.log"])
+
+
+def test_a_wandb_history_line_of_dicts_100_deep_is_read_per_row(tmp_path):
+    """The key count over a 100-deep struct took minutes and 2 GB (found by the fuzzer)."""
+    files = tmp_path / "wandb" / "run-20240101_000000-abcd1234" / "files"
+    files.mkdir(parents=True)
+    deep = '{"a":' * 100 + "1" + "}" * 100
+    lines = [f'{{"_step": {s}, "loss": {1 / (s + 1)}}}' for s in range(50)] + [deep]
+    (files / "wandb-history.jsonl").write_text("\n".join(lines) + "\n")
+    runs, errors = _bounded_load(tmp_path)
+    assert errors == [] and len(runs) == 1 and "loss" in next(iter(runs.values()))

@@ -53,6 +53,9 @@ _SAMPLE_LINES, _SAMPLE_ENDS, _SAMPLE_ALL_BYTES = 2000, 200, 1 << 20
 #: file -> 800 MB): past this many cells, and this many times the values the file holds, it is
 #: read per row, which keeps only the values.
 _DENSE_CELLS, _SPARSE_RATIO = 10_000_000, 8
+#: Dicts nested deeper than this are read per row: the key count's expressions grow with the square
+#: of the depth (a 100-deep line took minutes and 2 GB); W&B's own nesting is a few levels.
+_MAX_NESTING = 16
 
 
 class _Untyped(Exception):
@@ -143,6 +146,8 @@ def _native_frame(path: Path) -> tuple[pl.DataFrame | None, int]:
         data, marked = _mark_nonfinite(data)
         schema = _sample_schema(data) if marked else None
     if schema is not None:
+        if max((_nesting(dtype) for dtype in schema.values()), default=0) > _MAX_NESTING:
+            raise _Untyped("dicts nested too deep: read per row")
         cells = len(schema) * (data.count(b"\n") + 1)
         if cells > _DENSE_CELLS and cells > _SPARSE_RATIO * data.count(b":"):
             raise _Untyped("a sparse history: read per row")
@@ -247,6 +252,15 @@ def _keys_in(frame: pl.DataFrame) -> int | None:
     if not all(walk(pl.col(name), dtype, pl.lit(True)) for name, dtype in frame.schema.items()):
         return None
     return int(frame.select(pl.sum_horizontal(counts)).item()) if counts else 0
+
+
+def _nesting(dtype: pl.DataType) -> int:
+    """How many dicts and lists deep a column's type goes."""
+    if isinstance(dtype, pl.Struct):
+        return 1 + max((_nesting(f.dtype) for f in dtype.fields), default=0)
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return 1 + _nesting(dtype.inner)
+    return 0
 
 
 def _struct_in_list(dtype: pl.DataType) -> bool:
