@@ -27,6 +27,8 @@ names, notes and skipped lines; a test holds them equal on every log the tests k
 """
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -38,8 +40,10 @@ from .text_log import _ANSI, _COUNTER_WORD, _KERAS_EPOCH, _PROGRESS, _header_nam
 
 #: Bytes read at a time: a block's lines, as polars strings, cost about twice this.
 _BLOCK = 32 << 20
-#: More distinct line shapes than this is no log of repeated lines: read it line by line.
-_MAX_SHAPES = 1024
+#: More digit layouts than this (a shape with each of its numbers' lengths) is no log of repeated
+#: lines: read it line by line.
+_MAX_LAYOUTS = 4096
+_RUNS = re.compile("\x00+")
 #: Values one line shape may hold to be read column-wise (a line of 20,000 values took 80 s and 600 MB).
 _MAX_SLOTS = 256
 #: What marks a digit run in a shape's key (a line holding it is read line by line).
@@ -61,7 +65,11 @@ class _Form:
     kind: int
     counters: list[str]
     values: list[str]
+    #: The counters' slots, then the values' (see `text_line._Slot`).
+    slots: list
     numbers: list[pl.Expr]
+    #: Where each slot's text sits in the lines of each digit layout (`_Reader.layouts`) of this shape.
+    spans: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     #: Per block: the record lines' numbers (their place among all record lines) and their values.
     blocks: list[pl.DataFrame] = field(default_factory=list)
 
@@ -69,26 +77,9 @@ class _Form:
         return pl.concat(self.blocks) if self.blocks else pl.DataFrame()
 
 
-def _number(slot, parts: list[str]) -> pl.Expr:
-    """A slot of a shape (see `text_line._Slot`) as an expression over a line's digit runs (`runs`)."""
-    if slot.first < 0:
-        return pl.lit(slot.const, dtype=pl.Float64)
-    runs = pl.col("runs")
-    if slot.run > 0:
-        return runs.list.get(slot.first).cast(pl.Float64, strict=False)
-    pieces = [pl.lit(slot.prefix)]
-    for j in range(slot.first, slot.last + 1):
-        if j > slot.first:
-            pieces.append(pl.lit(parts[2 * j]))
-        pieces.append(runs.list.get(j))
-    pieces.append(pl.lit(slot.suffix))
-    return pl.concat_str(pieces).str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False)
-
-
-def _form(key: str, line: str) -> _Form | None:
+def _form(line: str) -> _Form | None:
     """A shape's reading from its first line; None when it needs the line-by-line reading."""
-    parts = _DIGITS.split(line)
-    if len(parts) // 2 != key.count(_MARK) or _KERAS_EPOCH.fullmatch(line) or _PROGRESS.match(line):
+    if _KERAS_EPOCH.fullmatch(line) or _PROGRESS.match(line):
         return None
     counters, values, shape = extract(line)
     if counters and not values:
@@ -102,7 +93,38 @@ def _form(key: str, line: str) -> _Form | None:
     else:
         kind = _NOTHING
     slots = [s for s in shape.slots if s.counter] + [s for s in shape.slots if not s.counter]
-    return _Form(shape, kind, list(counters), list(values), [_number(s, parts).alias(f"v{i}") for i, s in enumerate(slots)])
+    form = _Form(shape, kind, list(counters), list(values), slots, [])
+    spans = _spans(form, line)
+    if spans is None:
+        return None
+    for j, (slot, (start, length)) in enumerate(zip(slots, spans)):
+        if slot.first < 0:
+            number = pl.lit(slot.const, dtype=pl.Float64)
+        else:
+            number = pl.col("line").str.slice(pl.col(f"s{j}"), pl.col(f"n{j}"))
+            if "," in line[start : start + length]:
+                number = number.str.replace_all(",", "", literal=True)
+            number = number.cast(pl.Float64, strict=False)
+        form.numbers.append(number.alias(f"v{j}"))
+    return form
+
+
+def _spans(form: _Form, line: str) -> list[tuple[int, int]] | None:
+    """Where each slot's number sits in a line of the shape (start, length); None if one does not fit."""
+    parts = _DIGITS.split(line)
+    ends = list(itertools.accumulate(map(len, parts), initial=0))  # parts[k] is line[ends[k]:ends[k + 1]]
+    spans = []
+    for slot in form.slots:
+        if slot.first < 0:
+            spans.append((0, 0))
+            continue
+        if 2 * slot.last + 2 >= len(ends):
+            return None
+        first, last = ends[2 * slot.first + 1], ends[2 * slot.last + 2]
+        if line[first - len(slot.prefix) : first] != slot.prefix or line[last : last + len(slot.suffix)] != slot.suffix:
+            return None
+        spans.append((first - len(slot.prefix), last + len(slot.suffix) - first + len(slot.prefix)))
+    return spans
 
 
 class _Reader:
@@ -110,7 +132,11 @@ class _Reader:
 
     def __init__(self) -> None:
         self.forms: list[_Form] = []
-        self.by_key: dict[str, int] = {}
+        #: A line's digit layout (each digit marked) -> its number; the shape of each layout.
+        self.layouts: dict[str, int] = {}
+        self.layout_form: list[int] = []
+        #: A shape's key (each digit run marked once) -> its form; the line-by-line reading's keys.
+        self.by_shape: dict[str, int] = {}
         self.shape_keys: set[str] = set()
         #: The shape of each record line, in order (one array per block).
         self.record_forms: list[np.ndarray] = []
@@ -129,33 +155,51 @@ class _Reader:
         if "\r" in text or "\b" in text:
             redrawn = lines.str.contains(r"[\r\x08]").arg_true()
             lines = lines.scatter(redrawn, [display(t) for t in lines.gather(redrawn).to_list()])
-        frame = pl.DataFrame([lines]).filter(~pl.col("line").str.contains(r"^[\s\x1c-\x1f]*$"))
-        unsure = pl.col("line").str.contains(_MARK, literal=True) | pl.col("line").str.contains(r"[\d&&[^0-9]]")
-        if frame.select(unsure.any()).item():
+        if "\x1b" in text or "\r" in text or "\b" in text:
+            text = lines.str.join("\n").item()
+        if _MARK in text:
             return False
-        frame = frame.with_row_index("i").with_columns(digits=pl.col("line").str.contains("[0-9]"))
+        codes = np.frombuffer(text.encode(), dtype=np.uint8)
+        if codes.size and codes.max() >= 128 and lines.str.contains(r"[\d&&[^0-9]]").any():
+            return False  # a digit outside ASCII: Python and polars may not agree on it
+        marked = codes.copy()
+        marked[(codes >= 48) & (codes <= 57)] = 0
+        layouts = pl.Series("layout", [marked.tobytes().decode()]).str.split("\n").explode()
+        frame = pl.DataFrame([lines, layouts]).filter(~pl.col("line").str.contains(r"^[\s\x1c-\x1f]*$"))
+        frame = frame.with_row_index("i").with_columns(digits=pl.col("layout").str.contains(_MARK, literal=True))
         for line in frame.filter(~pl.col("digits"))["line"].unique().to_list():
             if is_table_header(_header_names(line)):
                 return False
-        numbered = frame.filter("digits").select("i", "line", key=pl.col("line").str.replace_all("[0-9]+", _MARK))
+        numbered = frame.filter("digits").drop("digits")
         if not self._learn(numbered):
             return False
-        numbered = numbered.select("i", "line", form=pl.col("key").replace_strict(self.by_key, return_dtype=pl.Int32))
-        self._records(frame, numbered)
+        layout = numbered["layout"].replace_strict(self.layouts, return_dtype=pl.Int32).to_numpy()
+        form = np.array(self.layout_form, dtype=np.int32)[layout]
+        self._records(frame, numbered.select("i", "line", layout=layout, form=form))
         return True
 
     def _learn(self, numbered: pl.DataFrame) -> bool:
-        """Parse each new shape's first line; False when one cannot be read column-wise."""
-        first = numbered.unique("key", keep="first", maintain_order=True)
-        for key, line in first.select("key", "line").iter_rows():
-            if key in self.by_key:
+        """Parse each new shape's first line, place each new layout's numbers; False when a shape
+        cannot be read column-wise."""
+        first = numbered.unique("layout", keep="first", maintain_order=True)
+        for layout, line in first.select("layout", "line").iter_rows():
+            if layout in self.layouts:
                 continue
-            form = _form(key, line)
-            if form is None or form.shape.text in self.shape_keys or len(self.forms) >= _MAX_SHAPES:
-                return False  # two shapes the line-by-line reading would take as one (a `#` in the text)
-            self.by_key[key] = len(self.forms)
-            self.shape_keys.add(form.shape.text)
-            self.forms.append(form)
+            key = _RUNS.sub(_MARK, layout)
+            f = self.by_shape.get(key)
+            if f is None:
+                form = _form(line)
+                if form is None or form.shape.text != key.replace(_MARK, "#") or form.shape.text in self.shape_keys:
+                    return False  # two shapes the line-by-line reading would take as one (a `#` in the text)
+                f = self.by_shape[key] = len(self.forms)
+                self.shape_keys.add(form.shape.text)
+                self.forms.append(form)
+            spans = _spans(self.forms[f], line)
+            if spans is None or len(self.layouts) >= _MAX_LAYOUTS:
+                return False
+            self.forms[f].spans[len(self.layouts)] = spans
+            self.layouts[layout] = len(self.layouts)
+            self.layout_form.append(f)
         return True
 
     def _records(self, frame: pl.DataFrame, numbered: pl.DataFrame) -> None:
@@ -185,9 +229,17 @@ class _Reader:
         )
         self.record_forms.append(record["form"].to_numpy())
         self.record_lines += record.height
-        for (form,), part in record.partition_by("form", as_dict=True, maintain_order=True).items():
-            got = part.select("n", runs=pl.col("line").str.extract_all("[0-9]+")).select("n", *self.forms[form].numbers)
-            self.forms[form].blocks.append(got)
+        for (f,), part in record.partition_by("form", as_dict=True, maintain_order=True).items():
+            form = self.forms[f]
+            layout = part["layout"].to_numpy()
+            places = {}
+            for j, slot in enumerate(form.slots):
+                if slot.first >= 0:
+                    span = np.zeros((len(self.layouts), 2), dtype=np.int64)
+                    for k, spans in form.spans.items():
+                        span[k] = spans[j]
+                    places[f"s{j}"], places[f"n{j}"] = span[layout, 0], span[layout, 1]
+            form.blocks.append(part.select("n", "line").with_columns(**places).select("n", *form.numbers))
 
     def readable(self) -> bool:
         """Every value converted as Python would, and no name both a counter and a value."""
