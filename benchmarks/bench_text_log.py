@@ -3,6 +3,7 @@
     python benchmarks/bench_text_log.py                 # writes benchmarks/data/train_315mb.log once, then times
     python benchmarks/bench_text_log.py --mb 50         # a smaller log
     python benchmarks/bench_text_log.py --markdown      # the table for docs/
+    python benchmarks/bench_text_log.py --checkout OLD  # time another source tree (`git archive REV logdoctor`)
 
 The log is what a long PyTorch run leaves behind with `python train.py | tee
 train.log`: a step line every step (`epoch 3 | step 1234/5000 | loss 2.3456 |
@@ -79,8 +80,8 @@ def write_log(path: Path, megabytes: float, steps_per_epoch: int = 5000) -> None
             step += 1
 
 
-def measure(reader: str, log: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+def measure(reader: str, log: Path, checkout: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
     out = subprocess.run([sys.executable, "-c", CHILD, reader, str(log)], capture_output=True, text=True, env=env, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -89,13 +90,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=315.0, help="size of the generated log in MB")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument(
+        "--checkout", type=Path, default=Path(__file__).resolve().parents[1],
+        help="the logdoctor source tree to time (an older commit's, for a before/after table)",
+    )
     args = parser.parse_args()
     log = DATA / f"train_{args.mb:g}mb.log"
     if not log.is_file():
         write_log(log, args.mb)
     size = log.stat().st_size / 1e6
     lines = sum(1 for _ in open(log, "rb"))
-    rows = [(reader, measure(reader, log)) for reader in ("logdoctor", "regex loop")]
+    rows = [(reader, measure(reader, log, args.checkout)) for reader in ("logdoctor", "regex loop")]
     where = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     if args.markdown:
         print(f"{size:.0f} MB console log, {lines:,} lines ({where})\n")
