@@ -82,7 +82,10 @@ def write_log(path: Path, megabytes: float, steps_per_epoch: int = 5000) -> None
 
 def measure(reader: str, log: Path, checkout: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    out = subprocess.run([sys.executable, "-c", CHILD, reader, str(log)], capture_output=True, text=True, env=env, check=True)
+    # run from the checkout: `python -m` puts the working folder first on the path
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, reader, str(log.resolve())], capture_output=True, text=True, env=env, check=True, cwd=checkout
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -91,7 +94,7 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=315.0, help="size of the generated log in MB")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument(
-        "--checkout", type=Path, default=Path(__file__).resolve().parents[1],
+        "--checkout", type=lambda p: Path(p).resolve(), default=Path(__file__).resolve().parents[1],
         help="the logdoctor source tree to time (an older commit's, for a before/after table)",
     )
     args = parser.parse_args()

@@ -38,8 +38,8 @@ import polars as pl
 from .text_line import _DIGITS, Shape, extract
 from .text_log import _ANSI, _COUNTER_WORD, _KERAS_EPOCH, _PROGRESS, _header_names, display, is_table_header
 
-#: Bytes read at a time: a block's lines, as polars strings, cost about twice this.
-_BLOCK = 32 << 20
+#: Bytes read at a time: a block costs about eight times this while it is read (its text, its lines, their layouts).
+_BLOCK = 8 << 20
 #: More digit layouts than this (a shape with each of its numbers' lengths) is no log of repeated
 #: lines: read it line by line.
 _MAX_LAYOUTS = 4096
@@ -74,7 +74,9 @@ class _Form:
     blocks: list[pl.DataFrame] = field(default_factory=list)
 
     def table(self) -> pl.DataFrame:
-        return pl.concat(self.blocks) if self.blocks else pl.DataFrame()
+        """All blocks as one (kept as the only block: a long log's values are not held twice)."""
+        self.blocks = [pl.concat(self.blocks)] if self.blocks else []
+        return self.blocks[0] if self.blocks else pl.DataFrame()
 
 
 def _form(line: str) -> _Form | None:
@@ -304,7 +306,7 @@ def _records(reader: _Reader) -> Records:
             lines = table["n"].to_numpy()
             for j, c in enumerate(f.counters):
                 own[c][lines] = table[f"v{j}"].to_numpy()
-    counters = {c: np.where(source >= 0, v[np.maximum(source, 0)], np.nan) for c, v in own.items()}
+    counters = {c: np.where(source >= 0, own.pop(c)[np.maximum(source, 0)], np.nan) for c in counter_names}
     same = np.ones(n - 1, dtype=bool)
     for v in counters.values():
         same &= (v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1]))
