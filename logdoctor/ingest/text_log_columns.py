@@ -7,10 +7,11 @@ once), so most of the work can be done a block of lines at a time in polars:
 
 * a block of the file is cut into lines, escapes and redraws undone (lines with a
   `\\r` or `\\b` go through `text_log.display`, as line by line), blank lines dropped;
-* each line's shape is its text with the digit runs marked; each new shape's first
-  line is parsed by `text_line.extract`, which says which digit runs make which
-  counter or value, so the values of all the block's lines of that shape are cut
-  out and converted at once;
+* each line's digit layout is its text with every digit marked (in numpy); each new
+  shape's first line (its text with each digit run marked, as `text_line` keys it)
+  is parsed by `text_line.extract`, which says which digit runs make which counter
+  or value, so each value sits at a fixed place in every line of a layout and the
+  values of all the block's lines are sliced out and converted at once;
 * which lines make records follows the line-by-line rules in numpy: a line with
   counters and values opens a record (or joins the one before when its counters
   are the same and its names new), a line of values without a counter joins or
