@@ -1,6 +1,6 @@
 """A held-out corpus of real CPU trainings the rules were not tuned on (generalisation check).
 
-    python benchmarks/holdout_corpus.py /tmp/logdoctor-holdout          # 76 runs + labels.json, ~2.5 min CPU
+    python benchmarks/holdout_corpus.py /tmp/logdoctor-holdout          # 87 runs + labels.json, ~3.5 min CPU
     python benchmarks/holdout_corpus.py /tmp/holdout --plots /tmp/hp   # also one PNG per run (label by eye)
     python benchmarks/holdout_corpus.py /tmp/h1 --seed 1               # same recipes, another training seed
     python benchmarks/accuracy.py --corpus holdout                     # score it, one row per family
@@ -8,7 +8,8 @@
 Deliberately unlike sample_runs/ (scripts/make_sample_runs.py: digits MLP/CNN
 and a char-MLP, fixed metric names): other data sets (sklearn breast_cancer,
 wine, iris, diabetes, a synthetic tiny-scale regression, stdlib text, toy
-detection scenes, noisy sines, a ring of Gaussians, a corridor MDP), other
+detection scenes, noisy sines, a ring of Gaussians, a corridor MDP, CTC
+frame sequences), other
 models and losses, other optimisers (SGD + momentum, RMSprop, Adagrad, Adam),
 batch sizes from 4 to full batch, other logging cadences (every step, every
 N, per epoch only) and other metric names (`objective`, `train_nll`,
@@ -27,7 +28,9 @@ when they were written: L1/Huber regression, multi-part detection losses
 (a logged total or not, a one-class detector's constant-zero cls part), a GAN,
 an LSTM forecaster, a transformer with (and without, and with broken) warmup
 and LR schedules, REINFORCE returns, epoch-level logs with few points and a
-memorising staircase, and an SGD learning-rate sweep.
+memorising staircase, and an SGD learning-rate sweep. Rules were tuned on
+those at main @ cc7aacd; `later_families` (a VAE with recon and KL parts, DDPM
+noise prediction, CTC with a CER metric) came after, unseen again.
 
 Faults are injected the way they happen in code (an optimizer over a copy of
 the model, a detached loss, LR decades off, unshuffled sorted data, a bad
@@ -143,6 +146,26 @@ def example_ids(n: int = 1000, classes: int = 10, train: int = 800) -> Data:
     return Data(ids[:train], y[:train], ids[train:], y[train:], classes)
 
 
+def frames(n: int = 1200, symbols: int = 5, seed: int = 0) -> Data:
+    """CTC toy: 3-5 symbols, each shown for 2-4 noisy frames with silence between; target = the symbols.
+
+    x: (n, 24 frames, symbols + 1 features); y: (n, 6) = [target length, symbol ids (1..symbols), 0-padded].
+    """
+    rng = np.random.default_rng(77)
+    x = rng.normal(0.0, 0.6, size=(n, 24, symbols + 1)).astype(np.float32)
+    y = np.zeros((n, 6), np.int64)
+    for i in range(n):
+        labels, t = rng.integers(1, symbols + 1, rng.integers(3, 6)), 0
+        for k, sym in enumerate(labels):
+            t += int(rng.integers(0, 2))
+            for _ in range(int(rng.integers(2, 5))):
+                if t < 24:
+                    x[i, t, sym] += 1.5
+                t += 1
+        y[i, 0], y[i, 1:1 + len(labels)] = len(labels), labels
+    return _split(x, y, symbols + 1, seed, standardise=False)
+
+
 def sines(n: int = 1200, length: int = 24, seed: int = 0) -> Data:
     """Next value of a noisy sine (random amplitude, frequency, phase) from the previous `length` values."""
     rng = np.random.default_rng(55)
@@ -211,6 +234,77 @@ class Memoriser(nn.Module):
 
     def forward(self, x):
         return self.emb(x.view(-1)) + self.bias
+
+
+class VAE(nn.Module):
+    """Digits VAE: returns [reconstruction logits (64), mu (8), log-variance (8)] side by side."""
+
+    def __init__(self, latent: int = 8):
+        super().__init__()
+        self.enc = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 2 * latent))
+        self.dec = nn.Sequential(nn.Linear(latent, 64), nn.ReLU(), nn.Linear(64, 64))
+
+    def forward(self, x):
+        mu, log_var = self.enc(x).chunk(2, dim=-1)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * log_var) if self.training else mu
+        return torch.cat([self.dec(z), mu, log_var], -1)
+
+
+def vae_loss(out: torch.Tensor, x: torch.Tensor, beta: float):
+    """ELBO parts per example: Bernoulli reconstruction and beta x KL (a plain autoencoder logs KL 0 at beta 0)."""
+    logits, (mu, log_var) = out[:, :64], out[:, 64:].chunk(2, dim=-1)
+    recon = nn.functional.binary_cross_entropy_with_logits(logits, x, reduction="sum") / len(x)
+    kl = -0.5 * torch.sum(1 + log_var - mu ** 2 - log_var.exp()) / len(x)
+    parts = {"recon": recon, "kl": beta * kl}
+    return recon + beta * kl, parts
+
+
+class NoisePredictor(nn.Module):
+    """DDPM-style: noise the input at a random step t, predict the noise; returns [predicted, true] noise."""
+
+    def __init__(self, dim: int = 64, steps: int = 100):
+        super().__init__()
+        self.alpha_bar = torch.cumprod(1 - torch.linspace(1e-4, 0.05, steps), 0)
+        self.net = nn.Sequential(nn.Linear(dim + 1, 128), nn.SiLU(), nn.Linear(128, 128), nn.SiLU(), nn.Linear(128, dim))
+
+    def forward(self, x):
+        t = torch.randint(0, len(self.alpha_bar), (len(x),))
+        a = self.alpha_bar[t].unsqueeze(-1)
+        noise = torch.randn_like(x)
+        pred = self.net(torch.cat([a.sqrt() * (2 * x - 1) + (1 - a).sqrt() * noise, t.unsqueeze(-1) / len(self.alpha_bar)], -1))
+        return torch.cat([pred, noise], -1)
+
+
+class CTCTagger(nn.Module):
+    def __init__(self, features: int = 6, hidden: int = 48):
+        super().__init__()
+        self.rnn = nn.GRU(features, hidden, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(2 * hidden, features)
+
+    def forward(self, x):
+        return self.head(self.rnn(x)[0]).log_softmax(-1)
+
+
+def ctc_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    lengths = y[:, 0]
+    targets = torch.cat([row[1:1 + n] for row, n in zip(y, lengths.tolist())])
+    frames_ = torch.full((len(y),), out.shape[1], dtype=torch.int64)
+    return nn.functional.ctc_loss(out.transpose(0, 1), targets, frames_, lengths, zero_infinity=True)
+
+
+def ctc_cer(out: torch.Tensor, y: torch.Tensor) -> float:
+    """Character error rate of greedy decoding (collapse repeats, drop blanks), by edit distance."""
+    errors = total = 0
+    for path, row in zip(out.argmax(-1).tolist(), y.tolist()):
+        hyp = [c for i, c in enumerate(path) if c and (i == 0 or c != path[i - 1])]
+        ref = row[1:1 + row[0]]
+        d = list(range(len(hyp) + 1))
+        for r in ref:
+            prev, d[0] = d[0], d[0] + 1
+            for j, h in enumerate(hyp, 1):
+                prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r != h))
+        errors, total = errors + d[-1], total + len(ref)
+    return errors / total
 
 
 class LSTMForecast(nn.Module):
@@ -300,7 +394,7 @@ class Job:
     corrupt_every: int = 0  # every N steps the batch comes from a shard that was never normalised
     corrupt_scale: float = 30.0
     train_subset: int = 0  # only the first N training examples (memorisation)
-    box_gain: float = 5.0  # detection: weight of the box part (0: box regression switched off, logged as 0)
+    box_gain: float = 5.0  # detection: weight of the box part (0: switched off, logged as 0); VAE: the KL weight
     seed: int = 0
     config: dict = field(default_factory=dict)
 
@@ -318,6 +412,12 @@ def _loss_fn(job: Job):
         return nn.HuberLoss(delta=1.0)
     if job.loss == "det":
         return lambda out, y: detection_loss(out, y, job.data.classes, job.box_gain)
+    if job.loss == "vae":
+        return lambda out, y: vae_loss(out, y, job.box_gain)
+    if job.loss == "noise":  # diffusion: the model returns (predicted noise, true noise) side by side
+        return lambda out, y: nn.functional.mse_loss(*out.chunk(2, dim=-1))
+    if job.loss == "ctc":
+        return ctc_loss
     return nn.MSELoss()
 
 
@@ -350,6 +450,8 @@ def _eval(job: Job, model: nn.Module, fn) -> dict[str, float]:
             row["val_acc"] = float(((out > 0).float() == job.data.yva).float().mean())
         elif job.loss == "det":
             row["map50"] = detection_map50(out, job.data.yva, job.data.classes)
+        elif job.loss == "ctc":
+            row["cer"] = ctc_cer(out, job.data.yva)
     model.train()
     return row
 
@@ -863,6 +965,7 @@ def cases() -> list[Case]:
              eval_every=50, config={"max_grad_norm": 0.01}), {**N_PLAIN}, codes=("clip_saturation", "crawl"), every=2,
              fault="clip_grad_norm_ at 0.01", notes="grad norm ~1-3 always above the clip; slow progress", family="tabular-classifier"))
     unseen_families(add)
+    later_families(add)
     return C
 
 
@@ -979,6 +1082,50 @@ def unseen_families(add: Callable[[Case], None]) -> None:
         add(Case(f"pl_sweep_sgd_lr_{lr:g}", "pl", lambda lr=lr: Job(sk("blobs10"), lambda: mlp(20, 10, 128), sgd(lr), 60 * 15, 32,
                  config={"lr": lr, "num_classes": 10}), {}, codes=codes, every=10, family=fam,
                  fault="" if not codes else f"SGD lr {lr:g}", notes=note))
+
+
+N_VAE = {"train_loss": "train/elbo", "recon": "train/recon_loss", "kl": "train/kl_loss", "val_loss": "val/elbo",
+         "val_recon": "val/recon_loss", "val_kl": "val/kl_loss", "lr": "lr"}
+N_CTC = {"train_loss": "train_ctc_loss", "val_loss": "val_ctc_loss", "cer": "val_cer", "lr": "lr"}
+
+
+def later_families(add: Callable[[Case], None]) -> None:
+    """Families added after the rules had been tuned on unseen_families' (main @ cc7aacd): unseen again."""
+    fam = "vae"
+    add(Case("tb_ok_vae_digits", "tb", lambda: Job(sk("digits_pixels"), VAE, adam(2e-3), 900, 64, loss="vae", box_gain=1.0,
+             eval_every=45), N_VAE, every=3, family=fam,
+             notes="ELBO falls; recon falls while the KL part rises from ~0 (the latent starts to be used): healthy"))
+    add(Case("csv_ok_vae_beta0_kl_zero", "csv", lambda: Job(sk("digits_pixels"), VAE, adam(2e-3), 700, 64, loss="vae", box_gain=0.0,
+             eval_every=35), N_VAE, every=2, family=fam, notes="beta 0: the KL part is exactly 0 throughout; recon falls"))
+    add(Case("keras_ok_vae_small_set", "keras", lambda: Job(sk("digits_pixels"), lambda: VAE(32), adam(3e-3), 2 * 60, 32,
+             loss="vae", box_gain=1.0, train_subset=60), {"train_loss": "loss", "val_loss": "val_loss", "recon": "recon_loss",
+             "val_recon": "val_recon_loss", "kl": "kl_loss", "val_kl": "val_kl_loss"}, epochs_only=True, family=fam,
+             notes="60 images, 60 epochs: validation ELBO follows training down (44 -> 27), KL part 0.2 -> 1; meant as an "
+             "overfit, none shows"))
+    add(Case("wb_diverge_vae_adam_high", "wb", lambda: Job(sk("digits_pixels"), VAE, adam(0.2), 400, 64, loss="vae", box_gain=1.0,
+             eval_every=40), N_VAE, every=2, codes=("diverge",), family=fam, fault="Adam lr 0.2",
+             notes="ELBO 45 -> 1300 within 20 steps, then back down but still above its start at the end (~70)"))
+    fam = "diffusion-noise"
+    add(Case("hf_ok_diffusion_digits", "hf", lambda: Job(sk("digits_pixels"), NoisePredictor, adam(1e-3), 900, 64, loss="noise",
+             eval_every=90), {}, every=10, family=fam, notes="noise-prediction MSE falls from ~1 to a noisy floor: healthy"))
+    add(Case("pl_ok_diffusion_per_step", "pl", lambda: Job(sk("digits_pixels"), NoisePredictor, adam(2e-4), 900, 32, loss="noise"),
+             {}, every=5, family=fam, notes="smaller LR: slower fall to the floor, very noisy per-step values"))
+    add(Case("wb_flat_diffusion_rewrapped", "wb", lambda: Job(sk("digits_pixels"), NoisePredictor, adam(1e-3), 600, 64, loss="noise",
+             detach_loss=True, eval_every=60), {"train_loss": "loss", "val_loss": "val/loss", "lr": "lr"}, every=2,
+             codes=("flat",), family=fam, fault="loss re-wrapped as a fresh leaf tensor", notes="flat at ~1 (the noise variance)"))
+    add(Case("tbn_crawl_diffusion_sgd_low", "tbn", lambda: Job(sk("digits_pixels"), NoisePredictor, sgd(2e-3), 800, 64, loss="noise",
+             eval_every=80), N_PLAIN, every=4, codes=("flat", "crawl"), family=fam, fault="SGD lr 2e-3 (an Adam LR)",
+             notes="noise-prediction MSE stays at 1.0 (the noise variance) for 800 steps"))
+    fam = "ctc-sequence"
+    add(Case("tb_ok_ctc_gru", "tb", lambda: Job(frames(), CTCTagger, adam(3e-3), 500, 32, loss="ctc", clip=5.0, eval_every=50),
+             N_CTC, every=2, family=fam, notes="CTC loss plateaus then drops; CER falls"))
+    add(Case("csv_overfit_ctc_small_set", "csv", lambda: Job(frames(), lambda: CTCTagger(hidden=128), adam(3e-3), 500, 8, loss="ctc",
+             train_subset=24, eval_every=50), N_CTC, codes=("overfit",), family=fam, fault="24 training sequences",
+             notes="train CTC -> 1e-3 while validation 1.0 (step 100) -> 1.7 and CER stuck at 0.4"))
+    add(Case("pl_crawl_ctc_sgd_low", "pl", lambda: Job(frames(), CTCTagger, sgd(1e-3), 400, 32, loss="ctc"), {}, every=5,
+             codes=("crawl", "val_metric_constant", "healthy"), family=fam, fault="SGD lr 1e-3",
+             notes="CTC loss 7 -> 2.2, still falling, but CER 1.0 at every evaluation (blanks only): far too slow; "
+             "borderline"))
 
 
 def _small_init(model: nn.Module, gain: float) -> nn.Module:
