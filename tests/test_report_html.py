@@ -11,7 +11,8 @@ from _report_fixtures import EVIL, diverging, evil, finding, frame, healthy, man
 from logdoctor.cli import app
 from logdoctor.model import Diagnosis
 from logdoctor.report.html import render_html
-from logdoctor.report.plots import MAX_POINTS, RunPlotter, downsample, plot_series_for
+from logdoctor.report.figure import panels_for
+from logdoctor.report.plots import MAX_POINTS, RunPlotter, downsample
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 IMG_SRC = re.compile(r'<img[^>]*\ssrc="([^"]*)"')
@@ -72,17 +73,17 @@ def test_no_plots_option_and_empty_diagnosis():
 
 
 def test_panels_follow_the_roles_that_are_logged():
-    assert [p.key for p in plot_series_for(scaler())] == ["loss", "grad_norm", "loss_scale"]
-    panels = plot_series_for(overfitting())
+    assert [p.key for p in panels_for(scaler())] == ["loss", "grad_norm", "loss_scale"]
+    panels = panels_for(overfitting())
     assert [p.key for p in panels] == ["loss"]
-    assert [role for role, _ in panels[0].lines] == ["train_loss", "val_loss"]
-    assert [role for role, _ in panels[0].twin] == ["lr"]
-    # a finding about a metric no role covers (a reward) still gets its curve drawn
+    assert [line.role for line in panels[0].main] == ["train_loss", "val_loss"]
+    assert [line.role for line in panels[0].twin] == ["lr"]
+    # a finding about a metric no role covers (a reward) still gets its curve drawn, on a panel of its own
     rd = healthy()
     steps = np.arange(100)
     rd.run.scalars = rd.run.scalars.vstack(frame({"episode_reward": (steps, np.sin(steps))}))
     rd.findings.append(finding("oscillate", "warning", "episode_reward", (0, 99), {"period_steps": 6}, "reward oscillates"))
-    assert "episode_reward" in {s.name for _, s in plot_series_for(rd)[0].lines}
+    assert panels_for(rd)[-1].metrics == {"episode_reward"}
 
 
 def test_downsample_keeps_every_spike_and_drops_nonfinite():

@@ -1,10 +1,12 @@
-"""What a run's figure draws: lone finite points, the clip threshold, spike ticks, codes in the legend."""
+"""What a run's figure draws: lone finite points, each finding's evidence (clip threshold, spike ticks, best
+validation step, epoch boundaries, task metric), scales that show it, labels in the legend."""
 from __future__ import annotations
 
 import numpy as np
 
 from _report_fixtures import _run, finding
 from logdoctor.model import RunDiagnosis
+from logdoctor.report.figure import panels_for
 from logdoctor.report.plots import RunPlotter
 
 
@@ -47,5 +49,76 @@ def test_spike_steps_are_ticks_and_codes_sit_in_the_legend_not_on_the_data():
     ax = drawn(rd)[0]
     ticks = [c for c in ax.collections if len(c.get_segments()) == 3]
     assert ticks and sorted(seg[0][0] for seg in ticks[0].get_segments()) == [100, 500, 900]
-    assert "spike" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "spike (steps 100–900)" in [t.get_text() for t in ax.get_legend().get_texts()]
     assert not ax.texts  # no label boxes over the curves
+
+
+def overfit_run(task: bool = False) -> RunDiagnosis:
+    """Train loss falls over four decades; validation bottoms at 0.32 (step 3000) and rises to 0.41."""
+    steps = np.arange(0, 8001, 20)
+    train = 0.3 * np.exp(-steps / 700) + 1e-4
+    vsteps = np.arange(0, 8001, 500)
+    val = np.where(vsteps <= 3000, 0.32 + 0.5 * np.exp(-vsteps / 600), 0.32 + (vsteps - 3000) * 1.8e-5)
+    series = {"train_loss": (steps, train), "val_loss": (vsteps, val)}
+    evidence = {"val_best": 0.32, "val_best_step": 3000, "val_end": 0.41}
+    if task:
+        series["eval_accuracy"] = (vsteps, np.linspace(0.5, 0.9, len(vsteps)))
+        evidence |= {"task_metric": "eval_accuracy", "task_metric_at_val_best": 0.7, "task_metric_end": 0.9}
+    return RunDiagnosis(
+        _run("overfit", series), {"train_loss": "train_loss", "val_loss": "val_loss"},
+        [finding("overfit", "warning", "val_loss", (3000, 8000), evidence, "validation rises")],
+    )
+
+
+def test_overfit_marks_the_best_validation_step_on_a_scale_where_the_rise_shows():
+    panel, = panels_for(overfit_run())
+    assert panel.scale == "linear"  # a log axis over 1e-4..0.8 would flatten 0.32 -> 0.41 to a sliver
+    lo, hi = panel.ylim
+    assert lo < 0.32 and 0.41 < hi
+    assert (0.41 - 0.32) / (hi - lo) > 0.15  # the rise takes a visible share of the panel's height
+    kinds = {(m.kind, m.x0, m.y) for m in panel.marks}
+    assert ("point", 3000.0, 0.32) in kinds and ("level", 3000.0, 0.32) in kinds
+    assert ("band", 3000.0, None) in kinds  # from the best step to the end, not the whole run
+    assert drawn(overfit_run())  # and matplotlib draws it
+
+
+def test_the_task_metric_the_finding_names_gets_its_own_panel():
+    panels = panels_for(overfit_run(task=True))
+    assert [p.key for p in panels] == ["loss", "metric"]
+    assert panels[1].metrics == {"eval_accuracy"}
+    assert [(m.kind, m.x0) for m in panels[1].marks] == [("vline", 3000.0)]
+
+
+def test_a_clip_threshold_decades_below_the_norms_puts_grad_norm_on_a_log_scale():
+    steps = np.arange(300)
+    rd = RunDiagnosis(
+        _run("clip", {"loss": (steps, np.linspace(2, 1, 300)), "grad_norm": (steps, np.linspace(1, 5, 300))}),
+        {"train_loss": "loss", "grad_norm": "grad_norm"},
+        [finding("clip_saturation", "warning", "grad_norm", (0, 299), {"clip_threshold": 0.01}, "clipped")],
+    )
+    grad = panels_for(rd)[1]
+    assert grad.scale == "log" and ("level", 0.01) in {(m.kind, m.y) for m in grad.marks}
+
+
+def test_epoch_boundaries_and_the_lr_floor_are_drawn_where_the_evidence_puts_them():
+    steps = np.arange(1000)
+    rd = RunDiagnosis(
+        _run("epochs", {"loss": (steps, np.linspace(2, 1, 1000)), "lr": (steps, np.maximum(1e-3 - steps * 2e-6, 1e-5))}),
+        {"train_loss": "loss", "lr": "lr"},
+        [
+            finding("epoch_jumps", "warning", "loss", (250, 999), {"boundary_steps": [250, 500, 750]}, "jumps"),
+            finding("lr_schedule_mismatch", "warning", "lr", (495, 999), {"floor_step": 495}, "floor"),
+        ],
+    )
+    panel, = panels_for(rd)
+    assert ("vlines", (250.0, 500.0, 750.0)) in {(m.kind, tuple(m.xs)) for m in panel.marks}
+    assert any(m.kind == "vline" and m.x0 == 495 and "floor" in m.label for m in panel.marks)
+
+
+def test_a_nan_is_labelled_in_the_legend_not_over_the_curve():
+    steps = np.arange(100)
+    grad = np.where(steps >= 40, np.nan, 1.0)
+    rd = RunDiagnosis(_run("nan", {"loss": (steps, np.linspace(2, 1, 100)), "g": (steps, grad)}), {"train_loss": "loss", "grad_norm": "g"}, [])
+    axes = drawn(rd)
+    assert "nan in g from step 40" in [t.get_text() for t in axes[1].get_legend().get_texts()]
+    assert not axes[1].texts

@@ -1,17 +1,13 @@
-"""Per-run figures for the Markdown and HTML reports (matplotlib, Agg, imported lazily).
+"""Per-run figures for the Markdown report (matplotlib, Agg, imported lazily).
 
-What a figure shows, top to bottom:
-
-* the loss panel: train and validation loss, the LR on a twin axis, each
-  finding's step range shaded in its severity colour (its code in the legend,
-  above the axes, so no label covers data), spike steps as ticks along the
-  top, a marker on every finite point with no finite neighbour (a lone value
-  between NaNs draws no line), and a marker where the loss first turns NaN/inf;
-* a grad-norm panel (with the clip threshold as a dashed line when a finding
-  knows it) and a loss-scale panel, only where the run logs them.
-
-Renderers compute nothing new: the figure draws the run's own scalars (looked
-up by the roles the diagnosis already assigned) and the findings' step ranges.
+What a figure shows comes from `figure.panels_for` (the same description the
+HTML report draws in the browser): the loss panel (train and validation
+loss, the LR on a twin axis), grad-norm and loss-scale panels where logged, a
+panel for the metric a finding or its fix names, and each finding's evidence
+(its step range, best validation step, LR floor, epoch boundaries, spikes,
+first NaN, clip threshold). Labels go in the legend above each panel, never
+over the data; a marker sits on every finite point with no finite neighbour
+(a lone value between NaNs draws no line).
 
 Scale: a 1,000-run report must take seconds, not minutes. Long series are
 downsampled for drawing with min/max per bucket (`downsample`), which keeps
@@ -26,8 +22,7 @@ processes (spawned: fork is unsafe once polars' thread pool exists), each
 with its own plotter; below that the start-up (about a second of imports per
 worker) costs more than it saves.
 
-Public API (also used by `logdoctor audit`): `downsample`, `RunPlotter`
-(`.png(rd) -> bytes | None`), `plot_series_for(rd)`, `draw_all(runs, progress)`.
+Public API: `downsample`, `RunPlotter` (`.png(rd) -> bytes | None`), `draw_all(runs, progress)`.
 """
 from __future__ import annotations
 
@@ -37,27 +32,16 @@ import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
-from ..curves import first_nonfinite
 from ..model import RunDiagnosis, Series
-from ..view import RunView
+from .figure import LINE_COLOR, Mark, Panel, panels_for
 from .text import fmt_num
 
 #: Points drawn per line at most (min and max of MAX_POINTS / 2 buckets).
 MAX_POINTS = 1200
-SEVERITY_COLOR = {"critical": "#d62728", "warning": "#ff9f1c", "info": "#4a90d9"}
-LINE_COLOR = {
-    "train_loss": "#1f4e9c",
-    "val_loss": "#e8710a",
-    "lr": "#7f7f7f",
-    "grad_norm": "#7b3fa0",
-    "loss_scale": "#2a9d5c",
-    "other": "#444444",
-}
 
 
 def downsample(steps: np.ndarray, values: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -78,59 +62,6 @@ def downsample(steps: np.ndarray, values: np.ndarray, max_points: int = MAX_POIN
     base = np.arange(rows) * size
     idx = np.unique(np.concatenate([base + np.nanargmin(grid, axis=1), base + np.nanargmax(grid, axis=1)]))
     return steps[idx], values[idx]
-
-
-@dataclass
-class Panel:
-    """One axes' worth of lines: role -> Series; `twin` lines go on a right-hand axis."""
-
-    key: str
-    ylabel: str
-    lines: list[tuple[str, Series]] = field(default_factory=list)
-    twin: list[tuple[str, Series]] = field(default_factory=list)
-
-    @property
-    def metrics(self) -> set[str]:
-        return {s.name for _, s in self.lines + self.twin}
-
-
-def plot_series_for(rd: RunDiagnosis) -> list[Panel]:
-    """The panels a run's figure has, from the roles its diagnosis assigned; [] when nothing to draw."""
-    view = RunView(rd.run)
-
-    def get(role: str) -> Series | None:
-        name = rd.roles.get(role)
-        series = view.metric(name) if name else None
-        return series if series is not None and len(series) else None
-
-    main = Panel("loss", "loss")
-    for role in ("train_loss", "val_loss"):
-        s = get(role)
-        if s is not None:
-            main.lines.append((role, s))
-    placed = {s.name for _, s in main.lines}
-    extra = []
-    for role, ylabel in (("grad_norm", "grad norm"), ("loss_scale", "loss scale")):
-        s = get(role)
-        if s is not None:
-            extra.append(Panel(role, ylabel, [(role, s)]))
-            placed.add(s.name)
-    lr = get("lr")
-    if lr is not None:
-        placed.add(lr.name)
-    # a finding about a metric no panel shows yet (reward, accuracy...) still gets its curve drawn
-    for f in rd.findings:
-        if f.metric and f.metric not in placed:
-            s = view.metric(f.metric)
-            if s is not None and len(s):
-                main.lines.append(("other", s))
-                placed.add(s.name)
-    panels = ([main] if main.lines else []) + extra
-    if not panels:
-        return []
-    if lr is not None:
-        panels[0].twin.append(("lr", lr))
-    return panels
 
 
 class RunPlotter:
@@ -187,15 +118,18 @@ class RunPlotter:
     def png(self, rd: RunDiagnosis, compact: bool = False) -> bytes | None:
         """The run's figure as PNG bytes, or None when it logs nothing drawable; `compact` draws
         the loss panel alone, smaller (a thumbnail for a healthy run in a big report)."""
-        panels = plot_series_for(rd)[:1] if compact else plot_series_for(rd)
+        panels = panels_for(rd, compact)
         if not panels:
             return None
         fig, axes, twin = self._layout(len(panels), bool(panels[0].twin), compact)
-        keys = [_draw_panel(ax, panel, self._ticks, twin if panel.twin else None) for ax, panel in zip(axes, panels)]
-        for i, extra in _mark_findings(axes, panels, rd).items():
-            keys[i] = (keys[i][0] + extra[0], keys[i][1] + extra[1])
-        for ax, (handles, labels) in zip(axes, keys):
-            _legend(ax, handles, labels)
+        for i, (ax, panel) in enumerate(zip(axes, panels)):
+            handles, labels = _draw_panel(ax, panel, self._ticks, twin if panel.twin else None)
+            h, lab = _draw_marks(ax, panel.marks)
+            for other in axes[:i] + axes[i + 1 :]:  # a faint copy of each band keeps the eye aligned
+                for m in panel.marks:
+                    if m.kind == "band":
+                        other.axvspan(m.x0, m.x1, color=m.color, alpha=0.06, lw=0)
+            _legend(ax, handles + h, labels + lab)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=fig.dpi)
         return buf.getvalue()
@@ -245,52 +179,69 @@ def _log_y(ax, formatter, base: float = 10) -> None:
 
 
 def _draw_panel(ax, panel: Panel, ticks: dict, twin=None) -> tuple[list, list]:
-    """Draw a panel's lines on `ax` (and its LR on `twin`), log-scaled where a curve spans decades;
-    returns the legend's (handles, labels)."""
-    positive = True
-    spans = []
-    nan_marks = 0
-    for role, s in panel.lines:
-        x, y = downsample(s.steps, s.values)
-        split = {"train_loss": "train", "val_loss": "val"}.get(role)
-        label = f"{split}: {s.name}" if split and split != s.name else s.name
-        style = {"marker": "o", "markersize": 3} if len(x) <= 60 and role == "val_loss" else {}
-        ax.plot(x, y, color=LINE_COLOR.get(role, LINE_COLOR["other"]), lw=1.2, label=label, **style)
-        _mark_isolated(ax, s, LINE_COLOR.get(role, LINE_COLOR["other"]))
-        if len(y):
-            positive &= bool(y.min() > 0)
-            spans.append((y.min(), y.max()))
-        bad = first_nonfinite(s.values)
-        if bad is not None:
-            at = s.steps[bad]
-            right_half = at > (s.steps[0] + s.steps[-1]) / 2
-            ax.axvline(at, color=SEVERITY_COLOR["critical"], ls=":", lw=1.5)
-            ax.annotate(
-                f"{s.values[bad]} in {s.name} from step {int(at):,}", xy=(at, 0.5 - 0.14 * nan_marks),
-                xycoords=("data", "axes fraction"),
-                xytext=(-4 if right_half else 4, 0), textcoords="offset points", ha="right" if right_half else "left",
-                color=SEVERITY_COLOR["critical"], fontsize=8,
-                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
-            )
-            nan_marks += 1
-    if panel.key == "loss_scale" and positive and spans:
+    """Draw a panel's lines on `ax` (its LR on `twin`) at the scale the panel chose; returns the legend's (handles, labels)."""
+    for line in panel.main:
+        x, y = downsample(line.series.steps, line.series.values)
+        style = {"marker": "o", "markersize": 3} if len(x) <= 60 and line.role == "val_loss" else {}
+        ax.plot(x, y, color=line.color, lw=1.2, label=line.label, **style)
+        _mark_isolated(ax, line.series, line.color)
+    if panel.scale == "log2":
         _log_y(ax, ticks["pow2"], base=2)
-    elif spans and positive and max(hi for _, hi in spans) / min(lo for lo, _ in spans) > 100:
+    elif panel.scale == "log":
         _log_y(ax, ticks["number"])
+    else:
+        ax.yaxis.set_major_formatter(ticks["number"])
+    if panel.ylim:
+        ax.set_ylim(*panel.ylim)
     ax.set_ylabel(panel.ylabel, fontsize=9)
     handles, labels = ax.get_legend_handles_labels()
-    for _role, s in panel.twin[:1]:
-        x, y = downsample(s.steps, s.values)
-        twin.plot(x, y, color=LINE_COLOR["lr"], lw=1.0, ls="--", label=s.name if s.name.lower() in ("lr", "learning_rate") else f"lr: {s.name}")
-        if len(y) and y.min() > 0 and y.max() / y.min() > 1000:
+    for line in panel.twin[:1]:
+        x, y = downsample(line.series.steps, line.series.values)
+        twin.plot(x, y, color=LINE_COLOR["lr"], lw=1.0, ls="--", label=line.label)
+        if panel.twin_scale == "log":
             _log_y(twin, ticks["number"])
         else:
             twin.yaxis.set_major_formatter(ticks["number"])
             if len(y) and y.min() >= 0 and y.max() > 0:
-                # from zero (a constant LR is a flat line, not scaled noise), headroom for the finding labels
+                # from zero (a constant LR is a flat line, not scaled noise), headroom for the legend
                 twin.set_ylim(0, y.max() * 1.25)
         h, lab = twin.get_legend_handles_labels()
         handles, labels = handles + h, labels + lab
+    return handles, labels
+
+
+def _draw_marks(ax, marks: list[Mark]) -> tuple[list, list]:
+    """Draw the panel's evidence marks; returns their legend (handles, labels), one per mark."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles, labels = [], []
+    for m in marks:
+        ls = "--" if m.dashed else "-"
+        if m.kind == "band":
+            ax.axvspan(m.x0, m.x1, color=m.color, alpha=0.13, lw=0)
+            for edge in (m.x0, m.x1):
+                ax.axvline(edge, color=m.color, lw=0.8, alpha=0.6)
+            handles.append(Patch(color=m.color, alpha=0.35))
+        elif m.kind in ("vline", "vlines"):
+            for x in m.xs or [m.x0]:
+                ax.axvline(x, color=m.color, lw=1.3, ls=":" if m.dashed else "-", alpha=0.85)
+            handles.append(Line2D([], [], color=m.color, lw=1.3, ls=":" if m.dashed else "-"))
+        elif m.kind == "level":
+            if m.x0 is None:
+                ax.axhline(m.y, color=m.color, ls=ls, lw=1.2)
+            else:
+                ax.plot([m.x0, m.x1 if m.x1 is not None else ax.get_xlim()[1]], [m.y, m.y], color=m.color, ls=ls, lw=1.2)
+            handles.append(Line2D([], [], color=m.color, lw=1.2, ls=ls))
+        elif m.kind == "point":
+            ax.plot([m.x0], [m.y], ls="", marker="*", markersize=11, color=m.color, markeredgecolor="black", markeredgewidth=0.5)
+            handles.append(Line2D([], [], ls="", marker="*", markersize=9, color=m.color))
+        elif m.kind == "ticks":
+            ax.vlines(m.xs, 0.9, 1.0, transform=ax.get_xaxis_transform(), color=m.color, lw=1.5)
+            handles.append(Line2D([], [], color=m.color, lw=1.5))
+        else:
+            continue
+        labels.append(m.label)
     return handles, labels
 
 
@@ -310,51 +261,12 @@ def _legend(ax, handles: list, labels: list) -> None:
     if handles:
         ax.legend(
             handles, [_short(lab) for lab in labels], fontsize=7.5, loc="lower right", bbox_to_anchor=(1.0, 1.0),
-            ncol=min(4, len(handles)), frameon=False, borderaxespad=0.1,
+            ncol=min(3, len(handles)), frameon=False, borderaxespad=0.1,
         )
 
 
 def _short(label: str, limit: int = 48) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
-
-
-def _mark_findings(axes: list, panels: list[Panel], rd: RunDiagnosis) -> dict[int, tuple[list, list]]:
-    """Shade each finding's step range on the panel showing its metric (else the first).
-
-    Where the finding's evidence names them, its events are drawn too: each spike step as a
-    tick at the top of the panel, the clip threshold as a dashed line on the grad-norm panel.
-    Codes go in the panel's legend (returned per axes index), never over the data.
-    """
-    from matplotlib.patches import Patch
-
-    keys: dict[int, tuple[list, list]] = {}
-    for f in rd.findings:
-        if not f.steps:
-            continue
-        i = next((k for k, p in enumerate(panels) if f.metric in p.metrics), 0)
-        ax = axes[i]
-        color = SEVERITY_COLOR.get(f.severity, SEVERITY_COLOR["info"])
-        a, b = f.steps
-        if a == b:
-            ax.axvline(a, color=color, lw=2, alpha=0.7)
-        else:
-            ax.axvspan(a, b, color=color, alpha=0.13, lw=0)
-            for edge in (a, b):
-                ax.axvline(edge, color=color, lw=0.8, alpha=0.6)
-        for k, other in enumerate(axes):  # a faint band on the other panels keeps the eye aligned
-            if k != i and a != b:
-                other.axvspan(a, b, color=color, alpha=0.06, lw=0)
-        events = f.evidence.get("spike_steps")
-        if isinstance(events, (list, tuple)) and events:
-            ax.vlines(events, 0.9, 1.0, transform=ax.get_xaxis_transform(), color=color, lw=1.5)
-        threshold = f.evidence.get("clip_threshold")
-        if isinstance(threshold, (int, float)) and panels[i].key == "grad_norm":
-            ax.axhline(threshold, color=color, ls="--", lw=1.2)
-            handles, labels = keys.get(i, ([], []))
-            keys[i] = (handles + [ax.lines[-1]], labels + [f"clip threshold {fmt_num(threshold)}"])
-        handles, labels = keys.get(i, ([], []))
-        keys[i] = (handles + [Patch(color=color, alpha=0.35)], labels + [f.code])
-    return keys
 
 
 #: Resolution of a compact figure (the loss panel alone, for healthy runs in a big report).
