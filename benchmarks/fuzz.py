@@ -210,7 +210,7 @@ def m_csv(rng, folder):
     if path is None:
         return m_splice(rng, folder)
     lines = path.read_text(errors="replace").splitlines()
-    game = rng.choice(["ragged", "wide", "header-repeat", "step", "blank", "quotes", "bom-nul", "long"])
+    game = rng.choice(["ragged", "wide", "header-repeat", "step", "step-column", "dup-step", "hostile-header", "blank", "quotes", "bom-nul", "long"])
     if game == "ragged" and len(lines) > 2:
         for _ in range(rng.randrange(1, 20)):
             i = rng.randrange(1, len(lines))
@@ -228,6 +228,26 @@ def m_csv(rng, folder):
                 cells = lines[i].split(",")
                 cells[rng.randrange(len(cells))] = rng.choice(exotic)
                 lines[i] = ",".join(cells)
+    elif game == "step-column" and len(lines) > 1:
+        at = _step_cell(lines[0])
+        column = rng.choice(EXOTIC_STEPS)
+        for i in range(1, len(lines)):
+            cells = lines[i].split(",")
+            if at < len(cells):
+                cells[at] = column(i)
+            lines[i] = ",".join(cells)
+    elif game == "dup-step" and lines:
+        cells = lines[0].split(",")
+        name = cells[_step_cell(lines[0])]
+        for _ in range(rng.randrange(1, 4)):
+            cells[rng.randrange(len(cells))] = name
+        lines[0] = ",".join(cells)
+    elif game == "hostile-header" and lines:
+        cells = lines[0].split(",")
+        for _ in range(rng.randrange(1, 4)):
+            at = rng.randrange(len(cells))
+            cells[at] = rng.choice(HOSTILE_TEXT).replace(",", "") + cells[at]
+        lines[0] = ",".join(cells)
     elif game == "blank":
         lines = [re.sub(r"[^,]+", "", line) if rng.random() < 0.5 else line for line in lines]
     elif game == "quotes" and lines:
@@ -241,6 +261,26 @@ def m_csv(rng, folder):
     return f"csv {game} in {path.name}"
 
 
+#: Whole step columns of one odd kind, by row number: strings, dates, floats, repeats, decreasing, huge.
+EXOTIC_STEPS = [
+    lambda i: f"step-{i}", lambda i: f"2024-01-01T00:00:{i % 60:02d}", lambda i: f"{i * 0.5}", lambda i: "7",
+    lambda i: str(10_000 - i), lambda i: str(2**70 + i), lambda i: str(-i), lambda i: f"{i}e3", lambda i: "" if i % 2 else str(i),
+]
+#: Text that must never reach a report raw: markup, tags, escapes, bidi overrides.
+HOSTILE_TEXT = [
+    "<script>x</script>", "<img src=x onerror=pwn>", "[bold red]markup[/]", "\x1b[31mred\x1b[0m",
+    "**bold**|pipe|", "`tick`", "loss\u202e", "\x07bell", "\x9b2J",
+]
+#: Raw tags from HOSTILE_TEXT and the console markup game; any in an HTML or Markdown report is bad output.
+RAW_TAGS = ("<script>x</script>", "<img src=x onerror=pwn>", "<svg onload=pwn>", "<script>alert(1)</script>")
+
+
+def _step_cell(header: str) -> int:
+    """Index of the step-like column of a CSV header (else the first)."""
+    cells = [c.strip().lower() for c in header.split(",")]
+    return next((i for i, c in enumerate(cells) if c in ("step", "epoch", "global_step", "_step", "iteration")), 0)
+
+
 def _deep(n: int, kind: str = "[") -> str:
     return "[" * n + "]" * n if kind == "[" else '{"a":' * n + "1" + "}" * n
 
@@ -250,7 +290,10 @@ def m_json(rng, folder):
     if path is None:
         return m_splice(rng, folder)
     text = path.read_text(errors="replace")
-    game = rng.choice(["types", "deep", "numbers", "not-object", "huge-string", "dup-keys"])
+    game = rng.choice(["types", "deep", "numbers", "not-object", "huge-string", "dup-keys", "hostile-keys"]
+                      + (["sparse-wide"] * 2 if path.name == "wandb-history.jsonl" else []))
+    if game == "sparse-wide":
+        return _sparse_wide(rng, path)
     if game == "types":
         try:
             data = json.loads(text.splitlines()[0] if path.suffix == ".jsonl" else text)
@@ -272,10 +315,25 @@ def m_json(rng, folder):
         text = rng.choice(["[]", "null", '"x"', "1", "[" + text + "]", ""])
     elif game == "huge-string":
         text = text.replace('"', '"' + "A" * rng.choice([1000, 5_000_000]), 1)
+    elif game == "hostile-keys":
+        text = text.replace('{"', '{' + json.dumps(rng.choice(HOSTILE_TEXT))[:-1], rng.randrange(1, 4))
     else:
         text = text.replace("{", '{"step": "a", "step": 1, ', 3)
     path.write_text(text)
     return f"json {game} in {path.name}"
+
+
+def _sparse_wide(rng, path: Path) -> str:
+    """A W&B history as per-class evaluation logs it: `loss` every step, hundreds of eval metrics
+    every thousand steps (100,000 lines, ~10 MB): it must stay long, never become a dense frame."""
+    lines, metrics = rng.choice([20_000, 100_000]), rng.choice([300, 1000])
+    with open(path, "w") as fh:
+        for step in range(lines):
+            row = {"_step": step, "_runtime": step * 0.1, "train/loss": 2.5 * 0.99997**step + 0.05}
+            if step % 1000 == 999:
+                row.update({f"eval/class_{k}_f1": 0.5 + (k % 7) / 20 for k in range(metrics)})
+            fh.write(json.dumps(row) + "\n")
+    return f"json sparse-wide {lines} lines x {metrics} eval metrics in {path.name}"
 
 
 def _bomb(levels: int) -> str:
@@ -283,10 +341,12 @@ def _bomb(levels: int) -> str:
     return "\n".join(lines + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]) + "\n"
 
 
+#: A file only a `!!python` tag that ran would create.
+PWNED = Path(tempfile.gettempdir()) / "logdoctor-fuzz-pwned"
 YAML_BAD = [
     lambda rng: _bomb(rng.choice([5, 9, 12])),
     lambda rng: "a: " + "[" * rng.choice([50, 2000, 50_000]) + "]" * 50_000 + "\n",
-    lambda rng: "x: !!python/object/apply:os.system ['touch /tmp/pwned']\n",
+    lambda rng: f"x: !!python/object/apply:os.system ['touch {PWNED}']\n",
     lambda rng: "!!python/object/new:subprocess.Popen [['true']]\n",
     lambda rng: "lr: !!binary aGVsbG8=\nx: !!set {a, b}\nt: 2024-01-01\n",
     lambda rng: "key: " + "v" * 5_000_000 + "\n",
@@ -299,8 +359,8 @@ YAML_BAD = [
 
 def m_yaml(rng, folder):
     path = _pick(rng, folder, r"\.yaml$")
-    if path is None:
-        path = folder / rng.choice(["hparams.yaml", "config.yaml", "args.yaml"])
+    if path is None or rng.random() < 0.2:
+        path = folder / rng.choice(["hparams.yaml", "config.yaml", "args.yaml", "meta.yaml"])
     path.write_text(rng.choice(YAML_BAD)(rng))
     return f"yaml into {path.name}"
 
@@ -378,7 +438,7 @@ def m_console(rng, folder):
 
 
 HOSTILE_NAMES = [
-    b"r\xe9sultats", b"run\nnewline", b"\x1b[31mred\x1b[0m", b"[bold]markup[/bold]", b"<script>x</script>",
+    b"r\xe9sultats", b"run\nnewline", b"\x1b[31mred\x1b[0m", b"[bold]markup[/bold]", b"<img src=x onerror=pwn>", b"<svg onload=pwn>",
     b"tab\there", b"--help", b"-q", b"a" * 250, b"\xff\xfe", b"emoji-\xf0\x9f\x94\xa5", b"nul\x7fdel", b"%s%n",
 ]
 
@@ -425,12 +485,21 @@ TOML_BAD = [
     "a = " + "[" * 5000 + "]" * 5000, "select = 5\n", "[roles]\ntrain_loss = '/(/'\n", "rules = 3\n",
     "[rules.spike]\nk_sigma = inf\n", "[rules]\nspike = [1]\n", "roles = []\n", "[roles]\nnope = ['x']\n",
     "select = ['ALL']\nignore = ['flat', 3]\n", "[rules.spike]\nk_sigma = -1e308\n",
+    "[rules.spike]\nk_sigma = " + "[" * 3000 + "1" + "]" * 3000 + "\n", "[rules.spike]\nk_sigma = true\n",
+    "[rules.crawl]\nmax_relative_drop = 1979-05-27\n", "[rules.spike]\nk_sigma = {a = 1}\n", "[rules.crawl]\nnope = 1\n",
+    "[rules.nosuchrule]\nx = 1\n", "[rules.crawl]\nmax_relative_drop = -nan\n", "[rules.spike]\nk_sigma = '3'\n",
 ]
 
 
 def m_toml(rng, folder):
-    (folder.parent / "logdoctor.toml").write_text(rng.choice(TOML_BAD), errors="surrogateescape")
-    return "broken logdoctor.toml"
+    body = rng.choice(TOML_BAD)
+    if rng.random() < 0.5:
+        (folder.parent / "logdoctor.toml").write_text(body, errors="surrogateescape")
+        return "broken logdoctor.toml"
+    # the same keys under [tool.logdoctor]: top-level keys first, then the sub-tables renamed
+    body = re.sub(r"(?m)^\[(?!\[)", "[tool.logdoctor.", body)
+    (folder.parent / "pyproject.toml").write_text("[project]\nname = 'x'\n[tool.logdoctor]\n" + body, errors="surrogateescape")
+    return "broken pyproject.toml"
 
 
 #: (mutation, the seed layouts it fits or None for any), drawn uniformly.
@@ -485,11 +554,14 @@ def judge(rc: int | None, output: str, report: dict | None, baseline: list[str])
     """(outcome, detail) of one analysis from its exit code, printed output and JSON report."""
     if "Traceback" in output or rc not in (0, 1, 2):
         return "traceback", output[-600:]
+    if PWNED.exists():
+        PWNED.unlink()
+        return "bad output", "a !!python tag in a YAML sidecar ran"
     if CONTROL.search(output.replace("\n", "").replace("\t", "")):
         return "bad output", repr(output[:300])
     if report is None:
         lines = output.strip().splitlines()
-        if rc == 2 and len(lines) == 1 and "logdoctor.toml" in lines[0]:
+        if rc == 2 and len(lines) == 1 and ("logdoctor.toml" in lines[0] or "pyproject.toml" in lines[0]):
             return "ok", ""  # a broken config stops the analysis with one line naming it
         return "lost", f"no report (exit {rc}): {output[-300:]}"
     runs = {r.get("run"): r for r in report.get("runs", [])}
@@ -499,6 +571,43 @@ def judge(rc: int | None, output: str, report: dict | None, baseline: list[str])
     if _has_control(report):
         return "bad output", "control character in a report string"
     return "ok", ""
+
+
+#: Mutations that put hostile text where a report shows it; their cases are also drawn as Markdown and HTML.
+HOSTILE_MARKS = ("hostile", "markup", "escapes")
+
+
+def judge_document(text: str, suffix: str) -> str:
+    """Why a Markdown or HTML report is bad output ('' when it is not): a raw tag or a control
+    character from a log reached it. In Markdown a tag is harmless inside a code span or after a
+    backslash (shown literally)."""
+    if suffix == ".md":
+        prose = re.sub(r"(`+).*?\1", "", text)
+        raw = re.search(r"(?<!\\)<(script|img|svg)\b", prose)
+        raw = raw and raw.group()
+    else:
+        raw = next((tag for tag in RAW_TAGS if tag in text), None)
+    if raw:
+        return f"raw {raw!r} in the report"
+    control = CONTROL.search(text.replace("\n", "").replace("\t", "").replace("\r", ""))
+    return f"control character {control.group()!r} in the report" if control else ""
+
+
+def documents(what: str, where: Path, analyze) -> str:
+    """For a case with hostile text: the case drawn as Markdown and as HTML through `analyze(args)`
+    (which returns nothing); the first problem found, else ''."""
+    if not any(mark in what for mark in HOSTILE_MARKS):
+        return ""
+    for suffix in (".md", ".html"):
+        out = Path(f"{where}{suffix}")
+        try:
+            analyze(["analyze", str(where), "-o", str(out)] + (["--no-plots"] if suffix == ".md" else []))
+            problem = judge_document(out.read_text(errors="surrogateescape"), suffix) if out.exists() else ""
+        finally:
+            out.unlink(missing_ok=True)
+        if problem:
+            return f"{suffix}: {problem}"
+    return ""
 
 
 def _has_control(obj) -> bool:
@@ -550,6 +659,9 @@ def worker(seed: int, indices: list[int], results: Path, baseline: list[str]) ->
                 else:
                     report = json.loads(report_path.read_text()) if report_path.exists() else None
                     outcome, detail = judge(result.exit_code, result.output, report, baseline)
+                    if outcome == "ok":
+                        problem = documents(what, where, lambda a: runner.invoke(app, a, env={"NO_COLOR": "1", "COLUMNS": "120"}))
+                        outcome, detail = ("bad output", problem) if problem else (outcome, detail)
             except MemoryError:
                 outcome, detail = "out of memory", what
             finally:
@@ -652,6 +764,10 @@ def run_cli(seed: int, indices: list[int], results: Path, baseline: list[str]) -
                         except ValueError:
                             report = None
                         outcome, detail = judge(proc.returncode, text, report, baseline)
+                        if outcome == "ok":
+                            problem = documents(what, where, lambda a: subprocess.run(
+                                cmd[: cmd.index("analyze")] + a, capture_output=True, env=_env(), timeout=HANG_S, cwd=where))
+                            outcome, detail = ("bad output", problem) if problem else (outcome, detail)
                 except subprocess.TimeoutExpired:
                     outcome, detail = "hang", ""
             finally:
