@@ -439,7 +439,7 @@ def m_console(rng, folder):
 
 HOSTILE_NAMES = [
     b"r\xe9sultats", b"run\nnewline", b"\x1b[31mred\x1b[0m", b"[bold]markup[/bold]", b"<img src=x onerror=pwn>", b"<svg onload=pwn>",
-    b"tab\there", b"--help", b"-q", b"a" * 250, b"\xff\xfe", b"emoji-\xf0\x9f\x94\xa5", b"nul\x7fdel", b"%s%n",
+    b"tab\there", b"--help", b"-q", b"lr=[0.1,0.2]", b"run*", b"seed?", b"a" * 250, b"\xff\xfe", b"emoji-\xf0\x9f\x94\xa5", b"nul\x7fdel", b"%s%n",
 ]
 
 

@@ -214,3 +214,14 @@ def test_a_wandb_history_line_of_dicts_100_deep_is_read_per_row(tmp_path):
     (files / "wandb-history.jsonl").write_text("\n".join(lines) + "\n")
     runs, errors = _bounded_load(tmp_path)
     assert errors == [] and len(runs) == 1 and "loss" in next(iter(runs.values()))
+
+
+@pytest.mark.parametrize("name", ["lr=[0.1,0.2]", "[red]x", "run*"])
+def test_a_run_folder_named_like_a_glob_pattern_is_read(tmp_path, name):
+    """Hydra and sweep folders carry brackets, stars and question marks: polars took such a path
+    as a glob pattern and lost the run ('not a readable CSV')."""
+    shutil.copytree(SAMPLES / "csv_healthy_amp_charlm", tmp_path / name / "csv")
+    shutil.copytree(SAMPLES / "mlf_healthy_short_10_epochs", tmp_path / name / "mlflow")
+    runs, errors = load_runs(tmp_path)
+    assert errors == [] and len(runs) == 2
+    assert all(run.scalars.height > 0 and not run.warnings for run in runs), [run.warnings for run in runs]

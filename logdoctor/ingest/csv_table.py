@@ -279,6 +279,7 @@ def _read_csv(path: Path, dialect: Dialect) -> pl.DataFrame:
     options = dict(
         separator=dialect.separator, decimal_comma=dialect.decimal_comma, truncate_ragged_lines=True,
         comment_prefix="#" if dialect.comment_lines else None, encoding="utf8-lossy",
+        glob=False,  # a folder named `lr=[0.1]` or `run*` is a path, not a pattern
     )
     try:
         try:
