@@ -269,10 +269,10 @@ EXOTIC_STEPS = [
 #: Text that must never reach a report raw: markup, tags, escapes, bidi overrides.
 HOSTILE_TEXT = [
     "<script>x</script>", "<img src=x onerror=pwn>", "[bold red]markup[/]", "\x1b[31mred\x1b[0m",
-    "**bold**|pipe|", "`tick`", "loss\u202e", "\x07bell", "\x9b2J",
+    "**bold**|pipe|", "`tick`", "loss\u202e", "\x07bell", "\x9b2J", 'q" onmouseover="pwn',
 ]
 #: Raw tags from HOSTILE_TEXT and the console markup game; any in an HTML or Markdown report is bad output.
-RAW_TAGS = ("<script>x</script>", "<img src=x onerror=pwn>", "<svg onload=pwn>", "<script>alert(1)</script>")
+RAW_TAGS = ("<script>x</script>", "<img src=x onerror=pwn>", "<svg onload=pwn>", "<script>alert(1)</script>", 'onmouseover="pwn')
 
 
 def _step_cell(header: str) -> int:
@@ -439,7 +439,7 @@ def m_console(rng, folder):
 
 HOSTILE_NAMES = [
     b"r\xe9sultats", b"run\nnewline", b"\x1b[31mred\x1b[0m", b"[bold]markup[/bold]", b"<img src=x onerror=pwn>", b"<svg onload=pwn>",
-    b"tab\there", b"--help", b"-q", b"lr=[0.1,0.2]", b"run*", b"seed?", b"a" * 250, b"\xff\xfe", b"emoji-\xf0\x9f\x94\xa5", b"nul\x7fdel", b"%s%n",
+    b"tab\there", b"--help", b"-q", b"lr=[0.1,0.2]", b"run*", b"seed?", b'q" onmouseover="pwn', b"a" * 250, b"\xff\xfe", b"emoji-\xf0\x9f\x94\xa5", b"nul\x7fdel", b"%s%n",
 ]
 
 
@@ -456,7 +456,7 @@ def m_names(rng, folder):
 
 
 def m_symlink(rng, folder):
-    game = rng.choice(["loop", "self", "dangling", "to-root", "file-loop"])
+    game = rng.choice(["loop", "self", "dangling", "to-root", "file-loop", "fifo", "device"])
     if game == "loop":
         (folder / "loop").mkdir(exist_ok=True)
         (folder / "loop" / "up").symlink_to("..")
@@ -466,9 +466,17 @@ def m_symlink(rng, folder):
         (folder / "events.out.tfevents.1.host").symlink_to("/nonexistent/x")
     elif game == "to-root":
         (folder / "parent").symlink_to(folder.parent)
-    else:
+    elif game == "file-loop":
         (folder / "a.csv").symlink_to("b.csv")
         (folder / "b.csv").symlink_to("a.csv")
+    elif game == "fifo":  # a log file replaced by a named pipe nobody writes to
+        victim = _pick(rng, folder)
+        victim.unlink()
+        os.mkfifo(victim)
+    else:
+        victim = _pick(rng, folder)
+        victim.unlink()
+        victim.symlink_to(rng.choice(["/dev/zero", "/dev/urandom", "/dev/null"]))
     return f"symlink {game}"
 
 

@@ -225,3 +225,18 @@ def test_a_run_folder_named_like_a_glob_pattern_is_read(tmp_path, name):
     runs, errors = load_runs(tmp_path)
     assert errors == [] and len(runs) == 2
     assert all(run.scalars.height > 0 and not run.warnings for run in runs), [run.warnings for run in runs]
+
+
+def test_a_fifo_or_a_device_where_a_log_belongs_is_passed_over(tmp_path):
+    """A named pipe opens and then waits for a writer forever; `/dev/zero` never ends. Neither is
+    a log: the walk hands no reader a FIFO, socket or device (a FIFO named train.log hung it)."""
+    shutil.copytree(SAMPLES / GOOD, tmp_path / "good")
+    for name in ("train.log", "metrics.csv", "events.out.tfevents.1.host"):
+        (tmp_path / "fifo").mkdir(exist_ok=True)
+        os.mkfifo(tmp_path / "fifo" / name)
+    (tmp_path / "keras" / "train").mkdir(parents=True)
+    os.mkfifo(tmp_path / "keras" / "train" / "events.out.tfevents.1.host")
+    (tmp_path / "zero").mkdir()
+    (tmp_path / "zero" / "metrics.csv").symlink_to("/dev/zero")
+    runs, errors = _bounded_load(tmp_path)
+    assert sorted(runs) == ["good"] and errors == []

@@ -26,6 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from ..model import Run, printable
+from .fs import is_special
 
 #: Format modules, in the order they are offered each folder. CSV layouts come
 #: before TensorBoard because Lightning (CSVLogger + TensorBoardLogger) and
@@ -99,8 +100,8 @@ def discover(root: Path, errors: list[str] | None = None) -> Iterator[Source]:
 
     for folder, dirnames, filenames in os.walk(root, onerror=unreadable):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
-        remaining = sorted(filenames)
         here = Path(folder)
+        remaining = sorted(f for f in filenames if not is_special(here / f))
         for _, claim in formats:
             try:
                 got = claim(here, dirnames, remaining)

@@ -30,7 +30,7 @@ import polars as pl
 
 from ..model import Run, empty_scalars
 from . import Claim, ReadError, Source
-from .fs import is_dir
+from .fs import is_dir, is_special
 from .hparams import load_config_file
 from .stepless import number_stepless
 from .tfevents import leading_tags, read_event_file
@@ -67,7 +67,8 @@ def _event_only(folder: Path) -> list[str] | None:
             if entry.name not in _IGNORED_SUBDIRS:
                 return None
         elif is_event_file(entry.name):
-            events.append(entry.name)
+            if not is_special(entry):
+                events.append(entry.name)
         else:
             return None
     return sorted(events) or None
