@@ -1,10 +1,16 @@
 """The HTML report as a person sees it: headless Chromium loads it offline, with no request leaving the page.
 
-A probe script is appended to a copy of the report (the report itself is not
+A probe script is put into a copy of the report (the report itself is not
 changed): after load it records every resource the page fetched (Resource
-Timing lists network fetches, not data: URIs), how many plots decoded, any
-script error, and whether clicking the "run" header sorts the index. Chromium
-runs with DNS mapped to nowhere, so a page needing the network would show it.
+Timing lists network fetches), any script error or alert, whether clicking
+the "run" header sorts the index; then it works a chart as a person would
+(opens a card, hovers, drags to zoom, double-clicks, toggles log scale,
+moves the smoothing slider, opens "Compare runs") and writes what it saw
+into the page, read back with --dump-dom. Chromium runs with DNS mapped to
+nowhere, so a page needing the network would show it.
+
+Chromium's window is at least 500 px wide, so the 400 px check loads the
+page in a 400 px iframe and the probe posts the width back to the wrapper.
 """
 from __future__ import annotations
 
@@ -34,23 +40,72 @@ SAMPLE_RUNS = Path(__file__).parents[1] / "sample_runs"
 PROBE = """<script>
 window.__errors = [];
 window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
+window.alert = function () { window.__alerted = true; };
+function mouse(target, type, x, y, extra) {
+  var r = target.getBoundingClientRect();
+  target.dispatchEvent(new MouseEvent(type, Object.assign({ bubbles: true, cancelable: true, view: window,
+    clientX: r.left + x * r.width, clientY: r.top + y * r.height, movementX: 1, button: 0, buttons: type === "mouseup" ? 0 : 1 }, extra || {})));
+}
+function report(seen) {
+  var text = JSON.stringify(seen);
+  if (parent !== window) parent.postMessage(text, "*");
+  var out = document.createElement("pre"); out.id = "probe"; out.textContent = text; document.body.appendChild(out);
+}
 window.addEventListener("load", function () {
-  var imgs = Array.from(document.images);
   var th = Array.from(document.querySelectorAll("table.index th")).find(function (t) { return t.textContent.trim().startsWith("run"); });
   var first = function () { var a = document.querySelector("table.index tbody tr a"); return a ? a.textContent : ""; };
   var before = first(); if (th) th.click(); var afterAsc = first(); if (th) th.click(); var afterDesc = first();
-  var out = document.createElement("pre"); out.id = "probe";
-  out.textContent = JSON.stringify({
-    resources: performance.getEntriesByType("resource").map(function (e) { return e.name; }),
-    images: imgs.length,
-    decoded: imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length,
-    sections: document.querySelectorAll("section.run").length,
-    errors: window.__errors, alerted: !!window.__alerted,
-    sort: [before, afterAsc, afterDesc],
-  });
-  document.body.appendChild(out);
+  var seen = { resources: performance.getEntriesByType("resource").map(function (e) { return e.name; }),
+               width: document.documentElement.scrollWidth, viewport: document.documentElement.clientWidth,
+               sort: [before, afterAsc, afterDesc], cards: document.querySelectorAll("section.run").length,
+               closedDrawn: document.querySelectorAll("section.run details:not([open]) canvas").length,
+               closed: document.querySelectorAll("section.run details:not([open])").length };
+  // open the worst run's card (closed first: drawing happens on opening)
+  var card = document.querySelector("section.run[data-run]");
+  if (!card) { seen.errors = window.__errors; return report(seen); }
+  var det = card.querySelector("details"); det.open = false;
+  setTimeout(function () {
+    det.open = true;
+    setTimeout(function () {
+      var chart = window.logdoctorCharts.find(function (c) { return card.contains(c.el); });
+      seen.canvases = card.querySelectorAll("canvas").length;
+      if (!chart) { seen.errors = window.__errors; return report(seen); }
+      var u = chart.u, xs = u.data[0];
+      seen.full = [u.scales.x.min, u.scales.x.max, xs[0], xs[xs.length - 1]];
+      // one step per task, as real input arrives (uPlot reads the drag on later events)
+      var steps = [
+        function () { mouse(u.over, "mousemove", 0.5, 0.5); },
+        function () { seen.hover = Array.from(u.root.querySelectorAll(".u-legend .u-value")).map(function (v) { return v.textContent; });
+                      mouse(u.over, "mousedown", 0.2, 0.5); },
+        function () { mouse(u.over, "mousemove", 0.4, 0.5); },
+        function () { mouse(u.over, "mouseup", 0.4, 0.5); },
+        function () {
+          seen.zoomed = [u.scales.x.min, u.scales.x.max];
+          var others = window.logdoctorCharts.filter(function (c) { return c !== chart && card.contains(c.el); });
+          seen.zoomedTogether = others.map(function (c) { return [c.u.scales.x.min, c.u.scales.x.max]; });
+          u.over.dispatchEvent(new MouseEvent("dblclick", { bubbles: true }));
+        },
+        function () {
+          seen.reset = [u.scales.x.min, u.scales.x.max];
+          var distr = u.scales.y.distr;
+          chart.el.querySelector(".scale-toggle").click();
+          seen.toggled = [distr, chart.u.scales.y.distr];
+          var slider = document.getElementById("smoothing"); slider.value = "0.9"; slider.dispatchEvent(new Event("input"));
+          seen.smoothed = chart.u.series.slice(1).map(function (s) { return s.show; });
+          var cmp = document.querySelector("#compare details"); if (cmp) cmp.open = true;
+        },
+        function () {
+          var ov = document.querySelector("#compare .overlay");
+          seen.overlay = ov ? ov.querySelectorAll("canvas").length : -1;
+          seen.picks = Array.from(document.querySelectorAll("#compare .runlist label")).map(function (l) { return l.textContent; });
+          seen.errors = window.__errors; seen.alerted = !!window.__alerted;
+          report(seen);
+        },
+      ];
+      (function next(i) { if (i < steps.length) { steps[i](); setTimeout(function () { next(i + 1); }, 30); } })(0);
+    }, 50);
+  }, 50);
 });
-window.alert = function () { window.__alerted = true; };
 </script>"""
 
 FLAGS = (
@@ -65,30 +120,63 @@ def chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
-def probe(html: str, tmp: Path) -> dict:
-    """Load the report (plus the probe) in Chromium and return what the probe saw."""
+def probe(html: str, tmp: Path, width: int | None = None) -> dict:
+    """Load the report (plus the probe) in Chromium, `width` px wide when given, and return what the probe saw."""
     page = tmp / "probed.html"
     # the probe goes first, so it sees errors and alerts raised by anything after it
     page.write_text(html.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
-    done = chromium(tmp, "--virtual-time-budget=5000", "--dump-dom", page.as_uri())
+    target = page
+    if width is not None:
+        target = tmp / "frame.html"
+        target.write_text(
+            f'<!DOCTYPE html><body style="margin:0"><iframe src="{page.name}" width="{width}" height="900" style="border:0"></iframe>'
+            '<script>addEventListener("message",function(e){var p=document.createElement("pre");p.id="probe";'
+            "p.textContent=e.data;document.body.appendChild(p);});</script></body>",
+            encoding="utf-8",
+        )
+    done = chromium(tmp, "--virtual-time-budget=5000", "--dump-dom", target.as_uri())
     assert done.returncode == 0, done.stderr[-2000:]
     found = re.search(r'<pre id="probe">(.*?)</pre>', done.stdout, re.S)
     assert found, "the page did not finish loading: " + done.stdout[-500:]
     return json.loads(found.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
 
 
-def test_report_loads_offline_with_plots_and_working_sort(tmp_path):
+def test_report_loads_offline_and_its_charts_answer_the_mouse(tmp_path):
     d = mixed()
     d.runs.append(evil())
     seen = probe(render_html(d), tmp_path)
     assert seen["resources"] == []  # nothing fetched from anywhere
     assert seen["errors"] == [] and not seen["alerted"]  # the run named <script>alert(1)</script> stayed text
-    assert seen["sections"] == 6
-    assert seen["images"] == 6 and seen["decoded"] == 6
+    assert any(EVIL in p for p in seen["picks"])  # ... and shows as its name in "Compare runs"
+    assert seen["cards"] == 6
     before, asc, desc = seen["sort"]
     assert before == "sweep/lr=1.0/seed0"  # worst first by default
     assert asc == min(rd.run.name for rd in d.runs) == EVIL
     assert desc == max(rd.run.name for rd in d.runs)
+    # the worst run (diverging: loss, grad-norm panels) is drawn once its card opens
+    assert seen["canvases"] >= 2
+    lo, hi, first, last = seen["full"]
+    assert lo <= first and hi >= last
+    assert any(re.fullmatch(r"[\d.e+-]+", v) for v in seen["hover"])  # hovering shows values in the legend
+    z_lo, z_hi = seen["zoomed"]
+    assert lo < z_lo < z_hi < hi and z_hi - z_lo < 0.5 * (hi - lo)  # a drag over 20% of the width zooms in
+    assert seen["zoomedTogether"] and all(r == seen["zoomed"] for r in seen["zoomedTogether"])
+    assert seen["reset"][0] <= first and seen["reset"][1] >= last  # double-click resets
+    assert seen["toggled"][0] != seen["toggled"][1]  # log <-> linear
+    n = len(seen["smoothed"]) // 2
+    assert seen["smoothed"][n:] == [True] * n  # smoothed lines shown over the faint raw ones
+    assert seen["overlay"] >= 1
+
+
+def test_every_page_fits_a_400px_phone(tmp_path):
+    d = mixed()
+    d.runs.append(evil())
+    for rd in d.runs[:2]:
+        rd.run.name = "a_very_long_run_name_without_any_break/" * 4 + rd.run.name
+    seen = probe(render_html(d, extra_sections=[("Sweep", "| lr | batch | loss |\n|---|---|---|\n" + "| 0.001 | 64 | 0.25 |\n" * 3)]), tmp_path, width=400)
+    assert seen["viewport"] == 400
+    assert seen["width"] <= 400, seen
+    assert seen["errors"] == []
 
 
 def test_screenshot_shows_the_report(tmp_path):
@@ -104,7 +192,7 @@ def test_screenshot_shows_the_report(tmp_path):
     pixels = np.asarray(image.resize((220, 320))).reshape(-1, 3).astype(int)
     red = np.sum((pixels[:, 0] > 170) & (pixels[:, 1] < 80) & (pixels[:, 2] < 80))  # critical badges, status
     assert red > 20
-    assert len(np.unique(pixels, axis=0)) > 200  # plots and text, not a blank page
+    assert len(np.unique(pixels, axis=0)) > 200  # charts and text, not a blank page
 
 
 @pytest.mark.skipif(not any(SAMPLE_RUNS.glob("*")), reason="sample_runs/ is empty")
@@ -114,4 +202,5 @@ def test_sample_runs_report_in_the_browser(tmp_path):
     assert result.exit_code == 0, result.output
     seen = probe(out.read_text(encoding="utf-8"), tmp_path)
     assert seen["resources"] == [] and seen["errors"] == []
-    assert seen["sections"] >= 1 and seen["images"] == seen["decoded"] == seen["sections"]
+    assert seen["cards"] >= 1 and seen["canvases"] >= 1 and seen["overlay"] >= 1
+    assert seen["closed"] >= 1 and seen["closedDrawn"] == 0  # a closed card's charts wait until it is opened

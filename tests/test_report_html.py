@@ -1,7 +1,8 @@
-"""HTML report: one self-contained file, plots per run, index by severity, every log string escaped, scales."""
+"""HTML report: one self-contained file, chart data per run (drawn in the browser), index by severity,
+every log string escaped, scales. What the page does in a browser is tests/test_browser.py's job."""
 from __future__ import annotations
 
-import base64
+import json
 import re
 
 import numpy as np
@@ -10,30 +11,52 @@ from typer.testing import CliRunner
 from _report_fixtures import EVIL, diverging, evil, finding, frame, healthy, many, mixed, overfitting, scaler
 from logdoctor.cli import app
 from logdoctor.model import Diagnosis
+from logdoctor.report.charts import CHART_POINTS
 from logdoctor.report.html import render_html
 from logdoctor.report.figure import panels_for
 from logdoctor.report.plots import MAX_POINTS, RunPlotter, downsample
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-IMG_SRC = re.compile(r'<img[^>]*\ssrc="([^"]*)"')
+CHART = re.compile(r'<script type="application/json" id="chart-(\d+)">(.*?)</script>', re.S)
 
 
 def external_references(html: str) -> list[str]:
     """Anything the page could fetch: src/href/url()/@import pointing off the page."""
     refs = re.findall(r'(?:src|href|action|poster|data)\s*=\s*"([^"]*)"', html)
     refs += re.findall(r"url\(([^)]*)\)", html) + re.findall(r"@import[^;]*", html)
-    return [r for r in refs if not (r.startswith("data:image/png;base64,") or r.startswith("#"))]
+    return [r for r in refs if not r.startswith("#")]
 
 
-def test_one_self_contained_file_with_a_plot_per_run():
+def charts(html: str) -> dict[int, dict]:
+    return {int(i): json.loads(text) for i, text in CHART.findall(html)}
+
+
+def test_one_self_contained_file_with_chart_data_per_run():
     html = render_html(mixed())
     assert external_references(html) == []
-    assert "<link" not in html and "http://" not in html and "https://" not in html
-    srcs = IMG_SRC.findall(html)
-    assert len(srcs) == 5
-    for src in srcs:
-        assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG_MAGIC)
-    assert html.count("<script>") == 1  # the sort script, nothing else
+    assert "<link" not in html and "http://" not in html
+    assert "default-src 'none'" in html  # the Content-Security-Policy forbids any fetch
+    assert html.count("uPlot.iife") == 0 and html.count("var uPlot=") == 1  # the library, embedded once
+    assert html.count("<img") == 0  # the browser draws the charts; PNGs are the Markdown report's
+    assert sorted(charts(html)) == [1, 2, 3, 4, 5]
+    assert html.count("data-run=") == 5  # each card says which chart data are its own
+
+
+def test_chart_data_carry_the_figure_description_thinned():
+    """The JSON is figure.panels_for's description: same panels, lines and marks; long lines thinned."""
+    rd = healthy("big", n=50_000)
+    rd.findings.append(finding("spike", "warning", "train/loss", (100, 30_000), {"spike_steps": [100, 30_000]}, "spikes"))
+    spec = charts(render_html(Diagnosis("runs/", [rd])))[1]
+    panels = panels_for(rd)
+    assert [p["key"] for p in spec["panels"]] == [p.key for p in panels]
+    loss = spec["panels"][0]
+    assert [line["label"] for line in loss["lines"]] == [line.label for line in panels[0].lines]
+    assert all(len(line["x"]) == len(line["y"]) <= CHART_POINTS for line in loss["lines"])
+    assert {m["kind"] for m in loss["marks"]} == {m.kind for m in panels[0].marks} >= {"band", "ticks"}
+    by_id = charts(render_html(Diagnosis("runs/", [diverging()])))
+    loss = by_id[1]["panels"][0]
+    assert loss["lines"][0]["key"] == "train loss"  # what "Compare runs" offers it as
+    assert any(m["kind"] == "vline" and m["x0"] == 1450 for m in loss["marks"])  # first NaN
 
 
 def test_index_is_ordered_by_severity_and_links_to_each_run():
@@ -63,12 +86,16 @@ def test_every_log_string_is_escaped():
     assert "onerror=alert(1)>" not in html
     assert "<b>root</b>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert html.count("<script>") == 1
+    assert html.count("<script>") == 2  # uPlot and the page's script; data sit in application/json blocks
+    assert html.count("<script") == html.count("</script>") == 2 + len(charts(html)) + 1  # + the runs index
     assert "config (1 keys)" in html  # the config value is shown, escaped
+    # in the JSON blocks the name is escaped as \u003c...; it reads back as the name itself
+    index = json.loads(re.search(r'id="runs-index">(.*?)</script>', html, re.S).group(1))
+    assert EVIL in [r["name"] for r in index]
 
 
 def test_no_plots_option_and_empty_diagnosis():
-    assert "<img" not in render_html(mixed(), plots=False)
+    assert charts(render_html(mixed(), plots=False)) == {}
     assert "No training runs found under" in render_html(Diagnosis("empty/", []))
 
 
@@ -114,9 +141,19 @@ def test_many_runs_render_with_healthy_ones_collapsed():
     """40 runs here (the 1,000-run timing is benchmarks/report_scale.py's job, not a test's)."""
     d = many(40)
     html = render_html(d)
-    assert html.count("<img") == 40
+    assert len(charts(html)) == 40
     # healthy runs start collapsed in a big report; runs with findings are open
     assert html.count("<details open>") == 10
+
+
+def test_a_big_report_opens_only_its_worst_cards(monkeypatch):
+    from logdoctor.report import html as html_report
+
+    monkeypatch.setattr(html_report, "OPEN_AT_MOST", 4)
+    html = render_html(many(40))
+    assert html.count("<details open>") == 4
+    opened = [int(i) for i in re.findall(r'id="run-(\d+)" data-run=\d+><details open>', html)]
+    assert opened == [1, 2, 3, 4]
 
 
 def test_cli_html_to_file(tmp_path):
@@ -129,7 +166,7 @@ def test_cli_html_to_file(tmp_path):
     result = CliRunner().invoke(app, ["analyze", str(tmp_path / "runs"), "--format", "html", "-o", str(out)])
     assert result.exit_code == 0, result.output
     html = out.read_text()
-    assert html.startswith("<!DOCTYPE html>") and len(IMG_SRC.findall(html)) == 1
+    assert html.startswith("<!DOCTYPE html>") and len(charts(html)) == 1
     assert result.stdout == ""  # nothing on stdout when writing to a file (where it wrote goes to stderr)
 
 
@@ -163,31 +200,29 @@ def test_reused_figures_leak_nothing_between_runs():
     assert again[:6] == alone and again[6:] == alone[::-1]
 
 
-def test_a_plot_that_fails_costs_only_that_figure(monkeypatch):
-    from logdoctor.report import plots
+def test_a_chart_that_fails_costs_only_that_card(monkeypatch):
+    from logdoctor.report import charts as chart_module
 
-    def broken(self, rd, compact=False):
+    def broken(rd, compact=False):
         if rd.run.name == "amp/fp16-run":
             raise ValueError("bad axis")
-        return original(self, rd, compact)
+        return original(rd, compact)
 
-    original = plots.RunPlotter.png
-    monkeypatch.setattr(plots.RunPlotter, "png", broken)
+    original = chart_module.panels_for
+    monkeypatch.setattr(chart_module, "panels_for", broken)
     html = render_html(mixed())
-    assert "plot failed (ValueError: bad axis)" in html
-    assert html.count("<img") == 4
+    assert "chart failed (ValueError: bad axis)" in html
+    assert len(charts(html)) == 4
 
 
-def test_past_compact_from_runs_healthy_runs_get_a_small_loss_only_plot(monkeypatch):
-    """A 1,000-run report spent most of its time and size on healthy runs' full figures."""
+def test_past_compact_from_runs_healthy_runs_get_the_loss_panel_alone(monkeypatch):
+    """A 1,000-run report spent most of its size on healthy runs' full figures."""
     from logdoctor.report import html as html_report
 
     monkeypatch.setattr(html_report, "COMPACT_FROM", 3)
     d = Diagnosis("runs/", [scaler(), healthy("h1"), healthy("h2"), diverging()])
-    page = render_html(d)
-    images = {m.group(2): len(m.group(3)) for m in re.finditer(r'<img class="plot( thumb)?" alt="curves of ([^"]+)" src="([^"]+)"', page)}
-    assert page.count('class="plot thumb"') == 2
-    assert max(images["h1"], images["h2"]) * 2 < min(images["amp/fp16-run"], images["sweep/lr=1.0/seed0"])
+    panels = [len(spec["panels"]) for spec in charts(render_html(d)).values()]
+    assert sorted(panels[:2]) == [2, 3] and panels[2:] == [1, 1]  # the two with findings in full, then h1, h2
 
 
 def test_evidence_long_tail_is_folded_not_dropped():

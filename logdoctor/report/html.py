@@ -1,17 +1,25 @@
-"""HTML report: ONE self-contained file (inline CSS, base64 PNG plots, a few lines of inline JS).
+"""HTML report: ONE self-contained file that opens offline, with interactive charts per run.
 
-Nothing is fetched: no CDN, no web font, no external image; the file opens
-offline and can be attached to a ticket. Layout: a header with the counts,
-any extra sections, an index table of every run (worst first; click a header
-to sort), then one section per run: its plot (loss + val with each finding's
-step range shaded and labelled, LR on a twin axis, grad-norm and loss-scale
-panels where logged), its findings (evidence, causes, fixes), the config it
-logged and any read warnings. Runs with a problem are expanded; healthy runs
-are collapsed once there are many.
+Nothing is fetched: no CDN, no web font, no external image; the file can be
+attached to a ticket. The charting library (uPlot, MIT, vendored in
+`assets/` with its licence) and the page's own script (`assets/report.js`)
+are embedded once per file. Layout: a header with the counts and a
+smoothing slider, any extra sections, a compact index of every run (worst
+first, the first rows shown, a filter and "show all" for the rest; click a
+header to sort), "Compare runs" (one metric of ticked runs overlaid), then
+one card per run: its charts, its findings (evidence, causes, fixes), the
+config it logged and any read warnings.
+
+What a chart shows is `figure.panels_for`'s description (the same one the
+Markdown PNGs draw), packed as JSON by `charts.chart_spec` into a
+`<script type="application/json">` beside the card; the browser draws it
+when the card is opened and in view, so a 1,000-run report opens fast.
+Cards with a problem start open, up to `OPEN_AT_MOST` of them in a big report.
 
 Every string that came from a log (run names, metric names, config keys and
-values, warning lines, finding text) is escaped with `html.escape`; extra
-sections are Markdown rendered with raw HTML disabled.
+values, warning lines, finding text) is escaped with `html.escape` in markup
+and enters the charts as JSON text (`charts.script_json`); extra sections
+are Markdown rendered with raw HTML disabled.
 
 Public API (also used by `logdoctor audit`):
 `render_html(diagnosis, extra_sections=None, plots=True, progress=None, title="logdoctor report") -> str`.
@@ -20,28 +28,32 @@ before the index (the same sections the Markdown report takes).
 """
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
+from functools import cache
 from html import escape
+from importlib.resources import files
 
 from .. import __version__
 from ..model import Diagnosis, Finding, RunDiagnosis
+from .charts import chart_spec, script_json
 from .sparkline import svg_sparkline
 from .text import TOP_EVIDENCE, by_severity, evidence_items, fmt_num, main_loss, status_counts, step_range, verdict
 
 STATUS_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓", "not checked": "·"}
 #: With more runs than this, healthy runs start collapsed.
 EXPAND_ALL_UP_TO = 12
-#: With more runs than this, healthy runs get a compact plot (loss panel alone, low resolution):
-#: they start collapsed, and their full figures made most of a 1,000-run report's time and size.
+#: In a bigger report, at most this many cards (the worst runs) start open.
+OPEN_AT_MOST = 25
+#: With more runs than this, healthy runs get a compact chart (the loss panel alone):
+#: they start collapsed, and their full panels made most of a 1,000-run report's size.
 COMPACT_FROM = 100
 #: Config entries shown per run (the rest are counted).
 MAX_CONFIG = 40
 
 CSS = """
 :root{--crit:#c62828;--warn:#e08a00;--ok:#2e7d32;--info:#3b78c4;--ink:#1d2330;--mute:#5f6877;--line:#e3e6eb;--bg:#f6f7f9}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);background:var(--bg)}
+*{box-sizing:border-box}[hidden]{display:none!important}
+body{margin:0;overflow-wrap:anywhere;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);background:var(--bg)}
 main{max-width:1040px;margin:0 auto;padding:20px 24px 60px}
 h1{font-size:22px;margin:0 0 4px}
 h2{font-size:17px;margin:28px 0 10px}
@@ -50,12 +62,13 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 .counts span{display:inline-block;margin-right:8px;padding:3px 10px;border-radius:12px;font-weight:600;color:#fff}
 .bg-critical{background:var(--crit)}.bg-warning{background:var(--warn)}.bg-healthy{background:var(--ok)}.bg-info,.bg-not-checked{background:var(--info)}
 .fg-critical{color:var(--crit)}.fg-warning{color:var(--warn)}.fg-healthy{color:var(--ok)}.fg-info,.fg-not-checked{color:var(--info)}
+.scroll{overflow-x:auto;max-width:100%}
 table.index{border-collapse:collapse;width:100%;background:#fff;border:1px solid var(--line)}
 table.index th,table.index td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:middle}
 table.index th{cursor:pointer;user-select:none;background:#eef0f3;font-size:12px;text-transform:uppercase;letter-spacing:.03em}
 table.index th:after{content:" ⇅";color:#aab}
 table.index td.num{text-align:right;font-variant-numeric:tabular-nums}
-table.index a{color:var(--ink);text-decoration:none;word-break:break-all}
+table.index a{color:var(--ink);text-decoration:none;overflow-wrap:anywhere}
 table.index a:hover{text-decoration:underline}
 .chip{display:inline-block;padding:0 6px;margin:1px 2px 1px 0;border-radius:4px;font:600 12px ui-monospace,Menlo,monospace;color:#fff}
 .status{font-weight:700;white-space:nowrap}
@@ -65,11 +78,30 @@ section.run>details>summary{padding:10px 14px;cursor:pointer;font-size:15px;list
 section.run>details>summary::-webkit-details-marker{display:none}
 section.run>details>summary:before{content:"▸ ";color:var(--mute)}
 section.run>details[open]>summary:before{content:"▾ "}
-.runname{font-weight:700;word-break:break-all}
+.runname{font-weight:700;overflow-wrap:anywhere}
 .body{padding:0 16px 14px}
-.meta{color:var(--mute);font-size:12.5px;margin-bottom:8px;word-break:break-all}
-img.plot{display:block;width:100%;max-width:800px;height:auto;margin:6px 0 10px;border:1px solid var(--line);border-radius:4px}
-img.plot.thumb{max-width:400px}
+.meta{color:var(--mute);font-size:12.5px;margin-bottom:8px;overflow-wrap:anywhere}
+.toolbar{position:sticky;top:0;z-index:5;background:var(--bg);padding:6px 0;display:flex;flex-wrap:wrap;gap:6px 14px;align-items:center;color:var(--mute);font-size:13px}
+.toolbar input[type=range]{width:160px;vertical-align:middle}
+#index-tools{margin:6px 0;display:flex;flex-wrap:wrap;gap:6px}
+#index-tools input{flex:1 1 160px;min-width:0}
+button{font:inherit;font-size:12.5px;padding:2px 10px;border:1px solid #c9ced6;border-radius:4px;background:#fff;cursor:pointer}
+.charts{margin:6px 0 10px}.panel{margin-bottom:8px;min-width:0}
+.chart-head{display:flex;justify-content:space-between;align-items:center;gap:8px;font-size:12px;color:var(--mute)}
+.chart{width:100%;min-width:0}
+.uplot{font-family:inherit}.u-legend{font-size:12px;text-align:left}.u-legend .u-series>*{padding:1px 4px}
+.u-legend th{font-weight:500;overflow-wrap:anywhere}
+ul.marks{list-style:none;padding:0;margin:2px 0 4px;display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;color:var(--mute)}
+ul.marks .sw{display:inline-block;width:14px;height:0;border-top:2px solid;margin-right:5px;vertical-align:middle}
+ul.marks .sw.dashed{border-top-style:dashed}ul.marks .sw.band{height:10px;border:0;opacity:.3}
+html.js .nojs{display:none}
+section.compare{background:#fff;border:1px solid var(--line);border-radius:6px;margin:14px 0}
+section.compare>details>summary{padding:10px 14px;cursor:pointer;font-size:15px;font-weight:650}
+.compare-body{padding:0 16px 14px}
+.compare-controls{display:flex;flex-wrap:wrap;gap:6px 14px;margin-bottom:6px}
+.compare-controls select{max-width:100%}
+.runlist{max-height:150px;overflow-y:auto;border:1px solid var(--line);border-radius:4px;padding:4px 8px;font-size:13px}
+.runlist label{display:block;overflow-wrap:anywhere}
 ol.findings{list-style:none;padding:0;margin:0}
 li.finding{border:1px solid var(--line);border-left:4px solid var(--info);border-radius:4px;padding:8px 12px;margin:8px 0;background:#fcfcfd}
 li.finding.critical{border-left-color:var(--crit)}li.finding.warning{border-left-color:var(--warn)}
@@ -78,7 +110,7 @@ li.finding.critical{border-left-color:var(--crit)}li.finding.warning{border-left
 .evidence{display:flex;flex-wrap:wrap;gap:4px 6px;margin:6px 0}
 .ev{background:#eef1f5;border-radius:4px;padding:1px 7px;color:var(--mute);font-size:12.5px}
 .ev b{color:var(--ink);font:600 12.5px ui-monospace,Menlo,monospace}
-.cols{display:grid;grid-template-columns:1fr 1fr;gap:16px}
+.cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:16px}
 .cols h4{margin:6px 0 2px;font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--mute)}
 .cols ol,.cols ul{margin:2px 0;padding-left:20px}
 .cols ol li:first-child{font-weight:600}
@@ -87,21 +119,21 @@ li.finding.critical{border-left-color:var(--crit)}li.finding.warning{border-left
 details.config summary,details.more summary{cursor:pointer;color:var(--mute);font-size:12.5px}
 details.more{display:contents}details.more[open]>summary{display:none}
 details.config table{font-size:12px;border-collapse:collapse}
-details.config td{padding:0 12px 0 0;word-break:break-all}
-.extra{background:#fff;border:1px solid var(--line);border-radius:6px;padding:4px 16px;margin:12px 0}
+details.config td{padding:0 12px 0 0;overflow-wrap:anywhere}
+.extra{background:#fff;border:1px solid var(--line);border-radius:6px;padding:4px 16px;margin:12px 0;overflow-x:auto}
 .extra table{border-collapse:collapse}.extra td,.extra th{border:1px solid var(--line);padding:3px 8px}
 svg.spark{vertical-align:middle}
-@media (max-width:700px){.cols{grid-template-columns:1fr}}
+@media (max-width:700px){.cols{grid-template-columns:minmax(0,1fr)}main{padding:12px 10px 40px}.body{padding:0 10px 12px}
+table.index .wide,table.index .status .word{display:none}table.index th,table.index td{padding:4px 5px}}
 """
 
-#: Click a header to sort the index by it (numbers by their data-sort key); the only script in the page.
-SORT_JS = """
-document.querySelectorAll("table.index th").forEach(function(th,col){th.addEventListener("click",function(){
-var tb=th.closest("table").tBodies[0],rows=Array.from(tb.rows),asc=th.dataset.dir!=="asc";th.dataset.dir=asc?"asc":"desc";
-rows.sort(function(a,b){var x=a.cells[col].dataset.sort||a.cells[col].textContent,y=b.cells[col].dataset.sort||b.cells[col].textContent;
-var nx=parseFloat(x),ny=parseFloat(y),c=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?c:-c;});
-rows.forEach(function(r){tb.appendChild(r);});});});
-"""
+#: The page may run its own inline script and styles and show data: images; it may fetch nothing.
+CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+
+
+@cache
+def _asset(name: str) -> str:
+    return files("logdoctor.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def _chips(findings: list[Finding]) -> str:
@@ -114,7 +146,7 @@ def _css(verdict_: str) -> str:
 
 
 def _status(status: str) -> str:
-    return f'<span class="status fg-{_css(status)}">{STATUS_MARK.get(status, "?")} {status.upper()}</span>'
+    return f'<span class="status fg-{_css(status)}">{STATUS_MARK.get(status, "?")} <span class="word">{status.upper()}</span></span>'
 
 
 def _index(diagnosis: Diagnosis, ids: dict[int, int]) -> str:
@@ -129,14 +161,18 @@ def _index(diagnosis: Diagnosis, ids: dict[int, int]) -> str:
             f'<td data-sort="{rank:06d}">{_status(verdict(rd))}</td>'
             f'<td><a href="#run-{ids[id(rd)]}">{escape(rd.run.name)}</a></td>'
             f"<td>{_chips(rd.findings)}</td>"
-            f"<td>{svg_sparkline(loss)}</td>"
+            f'<td class="wide">{svg_sparkline(loss)}</td>'
             f'<td class="num" data-sort="{last_key}">{"" if last is None else escape(fmt_num(last))}</td>'
             f'<td class="num" data-sort="{steps if steps is not None else ""}">{"" if steps is None else f"{steps:,}"}</td>'
-            f"<td>{escape(rd.run.format)}</td>"
+            f'<td class="wide">{escape(rd.run.format)}</td>'
             "</tr>"
         )
-    head = "".join(f"<th>{h}</th>" for h in ("status", "run", "findings", "loss", "last loss", "steps", "format"))
-    return f'<table class="index"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    head = "".join(
+        f'<th{" class=wide" if h in ("loss", "format") else ""}>{h}</th>'
+        for h in ("status", "run", "findings", "loss", "last loss", "steps", "format")
+    )
+    tools = '<div id="index-tools" hidden><input type="search" placeholder="filter runs by name"><button type="button">show all</button></div>'
+    return f'{tools}<div class="scroll"><table class="index"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
 
 
 def _evidence(items: list[tuple[str, str]]) -> str:
@@ -189,26 +225,52 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _run(i: int, rd: RunDiagnosis, figure, expanded: bool, thumbnail: bool = False) -> str:
-    """One run's section; `figure` is its plots.Plot (or None without plots), shown at its
-    own small size when it is a `thumbnail`."""
+def _spec(rd: RunDiagnosis, compact: bool) -> dict | str | None:
+    """The run's chart description, or one line saying why it failed (that card loses its charts, nothing else)."""
+    try:
+        return chart_spec(rd, compact=compact)
+    except Exception as exc:  # noqa: BLE001 - one odd series must not cost the report
+        return f"chart failed ({type(exc).__name__}: {exc})"
+
+
+def _run(i: int, rd: RunDiagnosis, spec: dict | str | None, expanded: bool) -> str:
+    """One run's card; `spec` is its chart description (`charts.chart_spec`; None when there is nothing to draw
+    or charts are off; a line when it failed), put beside the card as JSON for the page's script."""
     roles = ", ".join(f"{escape(role)} = <code>{escape(name)}</code>" for role, name in rd.roles.items())
-    plot = ""
-    if figure is not None and figure.png:
-        data = base64.b64encode(figure.png).decode()
-        plot = f'<img class="plot{" thumb" if thumbnail else ""}" alt="curves of {escape(rd.run.name)}" src="data:image/png;base64,{data}">'
-    elif figure is not None and figure.error:
-        plot = f'<p class="meta">{escape(figure.error)}</p>'
+    charts = ""
+    if isinstance(spec, str):
+        charts = f'<p class="meta">{escape(spec)}</p>'
+    elif spec is not None:
+        charts = (
+            '<div class="charts"><p class="meta nojs">The charts need JavaScript; the evidence below lists the steps and levels.</p></div>'
+            f'<script type="application/json" id="chart-{i}">{script_json(spec)}</script>'
+        )
     findings = f'<ol class="findings">{"".join(_finding(f) for f in rd.findings)}</ol>' if rd.findings else "<p>No problem found.</p>"
     warnings = (
         '<ul class="warnings">' + "".join(f"<li>{escape(w)}</li>" for w in rd.run.warnings) + "</ul>" if rd.run.warnings else ""
     )
     return (
-        f'<section class="run {_css(verdict(rd))}" id="run-{i}"><details{" open" if expanded else ""}>'
+        f'<section class="run {_css(verdict(rd))}" id="run-{i}"{f" data-run={i}" if isinstance(spec, dict) else ""}><details{" open" if expanded else ""}>'
         f'<summary>{_status(verdict(rd))} <span class="runname">{escape(rd.run.name)}</span> {_chips(rd.findings)}</summary>'
         f'<div class="body"><div class="meta">{escape(rd.run.format)} · <span class="mono">{escape(rd.run.path)}</span>'
         + (f"<br>roles: {roles}" if roles else "")
-        + f"</div>{plot}{findings}{warnings}{_config(rd.run.config)}</div></details></section>"
+        + f"</div>{charts}{findings}{warnings}{_config(rd.run.config)}</div></details></section>"
+    )
+
+
+def _compare(ordered: list[RunDiagnosis], specs: list[dict | str | None], open_: bool) -> str:
+    """"Compare runs": the page builds its metric picker and run list from this list of runs and their metrics."""
+    runs = [
+        {"id": i, "name": rd.run.name, "status": verdict(rd), "keys": list(dict.fromkeys(l["key"] for p in spec["panels"] for l in p["lines"]))}
+        for i, (rd, spec) in enumerate(zip(ordered, specs), 1)
+        if isinstance(spec, dict)
+    ]
+    if not runs:
+        return ""
+    return (
+        f'<section class="compare" id="compare"><details{" open" if open_ else ""}><summary>Compare runs</summary>'
+        '<div class="compare-body"><p class="meta nojs">Needs JavaScript.</p></div></details></section>'
+        f'<script type="application/json" id="runs-index">{script_json(runs)}</script>'
     )
 
 
@@ -228,22 +290,19 @@ def render_html(
     progress: Callable[[int, int], None] | None = None,
     title: str = "logdoctor report",
 ) -> str:
-    """The whole report as one HTML document (runs in severity order, each with its plot unless `plots` is False)."""
+    """The whole report as one HTML document (runs in severity order, each with its charts unless `plots` is False)."""
     ordered = by_severity(diagnosis.runs)
     ids = {id(rd): i for i, rd in enumerate(ordered, 1)}
     many = len(ordered) > EXPAND_ALL_UP_TO
-    # runs with nothing to show (healthy or not checked: no warning or critical finding) start
-    # collapsed in a big report and, past COMPACT_FROM runs, get the small plot
-    thumbnails = [len(ordered) > COMPACT_FROM and rd.status == "healthy" for rd in ordered]
-    if plots and ordered:
-        from .plots import draw_all
-
-        figures = draw_all(ordered, progress, compact=thumbnails)
-    else:
-        figures = iter(())
+    specs = []
+    for n, rd in enumerate(ordered, 1):
+        specs.append(_spec(rd, compact=len(ordered) > COMPACT_FROM and rd.status == "healthy") if plots else None)
+        if progress is not None:
+            progress(n, len(ordered))
+    # in a big report only the worst cards start open (each open card is drawn as it scrolls into view)
     sections = [
-        _run(i, rd, next(figures, None), expanded=not (many and rd.status == "healthy"), thumbnail=small)
-        for i, (rd, small) in enumerate(zip(ordered, thumbnails), 1)
+        _run(i, rd, spec, expanded=not many or (rd.status != "healthy" and i <= OPEN_AT_MOST))
+        for i, (rd, spec) in enumerate(zip(ordered, specs), 1)
     ]
     counts = status_counts(diagnosis.runs)
     badges = "".join(f'<span class="bg-{_css(s)}">{n} {s}</span>' for s, n in counts.items())
@@ -256,14 +315,22 @@ def render_html(
         f"<h1>{escape(title)}</h1>"
         f'<div class="sub"><span class="mono">{escape(diagnosis.root)}</span> · {len(diagnosis.runs)} run(s) · logdoctor {escape(__version__)}</div>'
         f'<div class="counts">{badges}</div>'
+        + (
+            '<div class="toolbar"><label>smoothing <input type="range" id="smoothing" min="0" max="0.99" step="0.01" value="0"></label>'
+            '<output id="smoothing-value">0.00</output><span>drag: zoom · double-click: reset · shift-drag: pan</span></div>'
+            if plots and diagnosis.runs
+            else ""
+        )
         + _extra(extra_sections or [])
         + (f"<h2>Runs</h2>{_index(diagnosis, ids)}" if diagnosis.runs else f"<p>No training runs found under {escape(diagnosis.root)}.</p>")
+        + _compare(ordered, specs, open_=not many)
         + "".join(sections)
         + errors
     )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{escape(title)} · {escape(diagnosis.root)}</title><style>{CSS}</style></head>"
-        f"<body><main>{body}</main><script>{SORT_JS}</script></body></html>\n"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f"<title>{escape(title)} · {escape(diagnosis.root)}</title><style>{_asset('uPlot.min.css')}{CSS}</style></head>"
+        f"<body><main>{body}</main><script>{_asset('uPlot.iife.min.js')}</script><script>{_asset('report.js')}</script></body></html>\n"
     )
