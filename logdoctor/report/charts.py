@@ -38,7 +38,7 @@ def chart_spec(rd: RunDiagnosis, compact: bool = False) -> dict | None:
 
 def script_json(obj) -> str:
     """`obj` as JSON that is safe inside `<script type="application/json">` (no `<`, `>`, `&` left raw)."""
-    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
