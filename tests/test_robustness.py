@@ -240,3 +240,17 @@ def test_a_fifo_or_a_device_where_a_log_belongs_is_passed_over(tmp_path):
     (tmp_path / "zero" / "metrics.csv").symlink_to("/dev/zero")
     runs, errors = _bounded_load(tmp_path)
     assert sorted(runs) == ["good"] and errors == []
+
+
+def test_a_folder_nested_1500_deep_beside_runs_costs_nothing(tmp_path):
+    """Python 3.11's os.walk recursed once per level: 1,500 nested folders raised RecursionError
+    and every run beside them was lost. The run at the bottom is read too."""
+    shutil.copytree(SAMPLES / GOOD, tmp_path / "good")
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    for _ in range(1500):
+        deep = deep / "a"
+        deep.mkdir()
+    (deep / "train.log").write_text("\n".join(f"step {s} train_loss {2 / s:.4f}" for s in range(1, 40)) + "\n")
+    runs, errors = load_runs(tmp_path)
+    assert errors == [] and len(runs) == 2 and "good" in _names(runs)

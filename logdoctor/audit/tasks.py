@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ingest import Source, discover
+from ..ingest.fs import walk
 
 
 @dataclass
@@ -61,7 +62,7 @@ def _local_files(source: Source) -> list[Path]:
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            for folder, _, names in os.walk(p):
+            for folder, _, names in walk(p):
                 out.extend(Path(folder) / n for n in names)
         else:
             out.append(p)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import sys
 
 import importlib
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from ..model import Run, printable
-from .fs import is_special
+from .fs import is_special, walk
 
 #: Format modules, in the order they are offered each folder. CSV layouts come
 #: before TensorBoard because Lightning (CSVLogger + TensorBoardLogger) and
@@ -98,7 +97,7 @@ def discover(root: Path, errors: list[str] | None = None) -> Iterator[Source]:
         if errors is not None:
             errors.append(f"{exc.filename}: cannot read folder ({exc.strerror or type(exc).__name__})")
 
-    for folder, dirnames, filenames in os.walk(root, onerror=unreadable):
+    for folder, dirnames, filenames in walk(root, onerror=unreadable):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
         here = Path(folder)
         remaining = sorted(f for f in filenames if not is_special(here / f))

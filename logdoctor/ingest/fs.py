@@ -5,12 +5,15 @@ A run folder another user owns (mode 700 in a shared sweep folder) or a symlink 
 entry would cost the whole walk. Here such an entry is simply not a file (not a folder): the
 walk itself then reports the folder it cannot list, once, and reads everything beside it.
 A FIFO, socket or device among the files (`train.log -> /dev/zero`) is no log: opening one can
-block forever or never reach its end, so the walk never hands one to a reader.
+block forever or never reach its end, so the walk never hands one to a reader. The walk
+itself keeps a stack instead of recursing: Python 3.11's `os.walk` recurses once per level,
+and a folder nested 1,000 deep raised RecursionError and lost every run beside it.
 """
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -36,3 +39,29 @@ def is_special(path: Path | os.DirEntry) -> bool:
     except OSError:
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def walk(root: str | os.PathLike, onerror: Callable[[OSError], None] = lambda exc: None) -> Iterator[tuple[str, list[str], list[str]]]:
+    """`os.walk(root, onerror=onerror)` top-down (prune by editing the yielded folder list; links
+    to folders are listed, not entered) at any depth."""
+    stack = [os.fspath(root)]
+    while stack:
+        top = stack.pop()
+        try:
+            with os.scandir(top) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            onerror(exc)
+            continue
+        dirs = [e.name for e in entries if is_dir(e)]
+        listed = set(dirs)
+        yield top, dirs, [e.name for e in entries if e.name not in listed]
+        for name in reversed(dirs):
+            path = os.path.join(top, name)
+            if not os.path.islink(path):
+                stack.append(path)
+
+
+def files_under(folder: Path) -> list[Path]:
+    """The regular files anywhere under `folder`, sorted (unlistable folders and special entries passed over)."""
+    return sorted(Path(top) / name for top, _, names in walk(folder) for name in names if not is_special(Path(top) / name))

@@ -18,7 +18,7 @@ import polars as pl
 
 from ..model import Run, tidy
 from . import Claim, ReadError, Source
-from .fs import is_dir, is_file
+from .fs import files_under, is_dir, is_file
 from .hparams import parse_scalar, read_yaml
 from .stepless import number_stepless
 
@@ -75,7 +75,7 @@ def _read_run(folder: Path) -> Run:
         notes.append("run is marked deleted in MLflow")
     frames = []
     metrics_dir = folder / "metrics"
-    for path in sorted(p for p in metrics_dir.rglob("*") if p.is_file()):
+    for path in files_under(metrics_dir):
         key = path.relative_to(metrics_dir).as_posix()
         try:
             frames.append(_metric_file(path, key))
@@ -84,7 +84,7 @@ def _read_run(folder: Path) -> Run:
     params_dir = folder / "params"
     config = {}
     if params_dir.is_dir():
-        for path in sorted(p for p in params_dir.rglob("*") if p.is_file()):
+        for path in files_under(params_dir):
             text = _text(path)
             if text is not None:
                 config[path.relative_to(params_dir).as_posix()] = parse_scalar(text)
