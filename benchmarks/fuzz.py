@@ -456,7 +456,7 @@ def m_names(rng, folder):
 
 
 def m_symlink(rng, folder):
-    game = rng.choice(["loop", "self", "dangling", "to-root", "file-loop", "fifo", "device"])
+    game = rng.choice(["loop", "self", "dangling", "to-root", "file-loop", "fifo", "device", "deep"])
     if game == "loop":
         (folder / "loop").mkdir(exist_ok=True)
         (folder / "loop" / "up").symlink_to("..")
@@ -469,6 +469,13 @@ def m_symlink(rng, folder):
     elif game == "file-loop":
         (folder / "a.csv").symlink_to("b.csv")
         (folder / "b.csv").symlink_to("a.csv")
+    elif game == "deep":  # 1,100 nested folders with a copy of a log at the bottom
+        victim, deep = _pick(rng, folder), folder / "deep"
+        deep.mkdir()
+        for _ in range(1100):
+            deep = deep / "d"
+            deep.mkdir()
+        shutil.copy(victim, deep / victim.name)
     elif game == "fifo":  # a log file replaced by a named pipe nobody writes to
         victim = _pick(rng, folder)
         victim.unlink()
@@ -536,23 +543,16 @@ def build_case(index: int, seed: int, where: Path) -> str:
             bad = next(p for p in where.iterdir() if p.name not in ("good", "logdoctor.toml"))
         try:
             done.append(mutate(rng, bad))
-        except (OSError, ValueError, IndexError, AttributeError) as exc:  # AttributeError: no file left to pick
+        except (OSError, ValueError, IndexError, AttributeError, RecursionError) as exc:  # no file left to pick; pathlib deep
             done.append(f"{mutate.__name__} not applied ({type(exc).__name__})")
     return f"{kind}: " + "; ".join(done)
 
 
 def release(where: Path) -> None:
-    """Make every entry of a case removable again (the unreadable cases), then remove it."""
-    for folder, dirs, _ in os.walk(where, onerror=lambda e: None):
-        for d in dirs:
-            path = os.path.join(folder, d)
-            if not os.path.islink(path):
-                os.chmod(path, 0o755)
-    try:
-        os.chmod(where, 0o755)
-    except OSError:
-        pass
-    shutil.rmtree(where, ignore_errors=True)
+    """Make every entry of a case removable again (the unreadable cases), then remove it (at any
+    depth: Python 3.11's os.walk and shutil.rmtree recurse per level)."""
+    subprocess.run(["chmod", "-R", "u+rwx", str(where)], stderr=subprocess.DEVNULL)
+    subprocess.run(["rm", "-rf", str(where)], stderr=subprocess.DEVNULL)
 
 
 # --------------------------------------------------------------------------- judging
