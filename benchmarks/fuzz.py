@@ -449,9 +449,10 @@ def m_names(rng, folder):
     folder.rename(target)
     if rng.random() < 0.5:
         inner = [p for p in target.rglob("*") if p.is_dir()]
-        if inner:
+        if inner:  # a layout's own folder (W&B's files/, mlruns/) renamed is no longer that layout
             victim = rng.choice(inner)
             victim.rename(victim.parent / os.fsdecode(rng.choice(HOSTILE_NAMES)))
+            return f"hostile name {name!r}; renamed inner folder {victim.name!r}"
     return f"hostile name {name!r}"
 
 
@@ -540,11 +541,13 @@ def build_case(index: int, seed: int, where: Path) -> str:
         fits = [m for m, kinds in MUTATIONS if kinds is None or kind in kinds]
         mutate = rng.choice(fits)
         if not bad.exists():  # renamed by m_names
-            bad = next(p for p in where.iterdir() if p.name not in ("good", "logdoctor.toml"))
+            bad = next(p for p in where.iterdir() if p.name not in ("good", "logdoctor.toml", "pyproject.toml"))
         try:
             done.append(mutate(rng, bad))
         except (OSError, ValueError, IndexError, AttributeError, RecursionError) as exc:  # no file left to pick; pathlib deep
             done.append(f"{mutate.__name__} not applied ({type(exc).__name__})")
+        if done[-1].startswith(("symlink fifo", "symlink device")):
+            break  # a later mutation would read the device or wait on the pipe itself
     return f"{kind}: " + "; ".join(done)
 
 
@@ -558,7 +561,16 @@ def release(where: Path) -> None:
 # --------------------------------------------------------------------------- judging
 
 
-def judge(rc: int | None, output: str, report: dict | None, baseline: list[str]) -> tuple[str, str]:
+#: Mutations that leave the damaged run's own files whole: its run must still be reported.
+HARMLESS = re.compile(r"hostile name .*|symlink (loop|self|file-loop|deep)")
+
+
+def keeps_bad_run(what: str) -> bool:
+    """True when every mutation of a case (`build_case`'s description) left its run readable."""
+    return all(HARMLESS.fullmatch(part) for part in what.split(": ", 1)[-1].split("; "))
+
+
+def judge(rc: int | None, output: str, report: dict | None, baseline: list[str], what: str = "") -> tuple[str, str]:
     """(outcome, detail) of one analysis from its exit code, printed output and JSON report."""
     if "Traceback" in output or rc not in (0, 1, 2):
         return "traceback", output[-600:]
@@ -576,6 +588,8 @@ def judge(rc: int | None, output: str, report: dict | None, baseline: list[str])
     good = runs.get("good")
     if good is None or sorted(f["code"] for f in good.get("findings", [])) != baseline:
         return "lost", f"good run: {None if good is None else [f['code'] for f in good.get('findings', [])]} vs {baseline}"
+    if keeps_bad_run(what) and len(runs) < 2:
+        return "lost", f"a run only renamed or beside a harmless link was not read: {output[-300:]}"
     if _has_control(report):
         return "bad output", "control character in a report string"
     return "ok", ""
@@ -666,7 +680,7 @@ def worker(seed: int, indices: list[int], results: Path, baseline: list[str]) ->
                     detail = "".join(traceback.format_exception(exc)[-4:])[-800:]
                 else:
                     report = json.loads(report_path.read_text()) if report_path.exists() else None
-                    outcome, detail = judge(result.exit_code, result.output, report, baseline)
+                    outcome, detail = judge(result.exit_code, result.output, report, baseline, what)
                     if outcome == "ok":
                         problem = documents(what, where, lambda a: runner.invoke(app, a, env={"NO_COLOR": "1", "COLUMNS": "120"}))
                         outcome, detail = ("bad output", problem) if problem else (outcome, detail)
@@ -771,7 +785,7 @@ def run_cli(seed: int, indices: list[int], results: Path, baseline: list[str]) -
                             report = json.loads(report_path.read_text()) if report_path.exists() else None
                         except ValueError:
                             report = None
-                        outcome, detail = judge(proc.returncode, text, report, baseline)
+                        outcome, detail = judge(proc.returncode, text, report, baseline, what)
                         if outcome == "ok":
                             problem = documents(what, where, lambda a: subprocess.run(
                                 cmd[: cmd.index("analyze")] + a, capture_output=True, env=_env(), timeout=HANG_S, cwd=where))

@@ -252,5 +252,19 @@ def test_a_folder_nested_1500_deep_beside_runs_costs_nothing(tmp_path):
         deep = deep / "a"
         deep.mkdir()
     (deep / "train.log").write_text("\n".join(f"step {s} train_loss {2 / s:.4f}" for s in range(1, 40)) + "\n")
-    runs, errors = load_runs(tmp_path)
+    try:
+        runs, errors = load_runs(tmp_path)
+    finally:  # pytest's own clean-up (shutil.rmtree) recurses per level too, in every later session
+        subprocess.run(["rm", "-rf", str(tmp_path / "deep")], check=True)
     assert errors == [] and len(runs) == 2 and "good" in _names(runs)
+
+
+def test_a_run_folder_with_a_latin1_name_is_read(tmp_path):
+    """`résultats/` copied from a Latin-1 machine: its name is not UTF-8, and polars, which takes
+    a path only as UTF-8 text, raised TypeError: the CSV and MLflow runs were lost."""
+    folder = tmp_path / os.fsdecode(b"r\xe9sultats")
+    shutil.copytree(SAMPLES / "csv_healthy_amp_charlm", folder / "csv")
+    shutil.copytree(SAMPLES / "mlf_healthy_short_10_epochs", folder / "mlflow")
+    runs, errors = load_runs(tmp_path)
+    assert errors == [] and len(runs) == 2
+    assert all(run.scalars.height > 0 and not run.warnings for run in runs), [run.warnings for run in runs]

@@ -55,7 +55,7 @@ from ..model import Run, empty_scalars, tidy
 from ..roles import classify
 from . import Claim, ReadError, Source, tensorboard
 from .csv_steps import INDEX_COLUMNS, finer_than_epoch, names_step, plan
-from .fs import is_file
+from .fs import is_file, polars_source
 from .hparams import load_config_file
 
 #: File names a CSV log may have; gzip is read as is (`metrics.csv.gz`).
@@ -282,10 +282,11 @@ def _read_csv(path: Path, dialect: Dialect) -> pl.DataFrame:
         glob=False,  # a folder named `lr=[0.1]` or `run*` is a path, not a pattern
     )
     try:
+        source = polars_source(path)
         try:
-            return pl.read_csv(path, infer_schema_length=10000, **options)
+            return pl.read_csv(source, infer_schema_length=10000, **options)
         except pl.exceptions.ComputeError:
-            return pl.read_csv(path, infer_schema=False, **options)
+            return pl.read_csv(source, infer_schema=False, **options)
     except Exception as exc:  # noqa: BLE001 - polars raises many kinds for garbage input
         raise ReadError(f"{path}: not a readable CSV ({type(exc).__name__})") from None
 

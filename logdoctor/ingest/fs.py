@@ -65,3 +65,14 @@ def walk(root: str | os.PathLike, onerror: Callable[[OSError], None] = lambda ex
 def files_under(folder: Path) -> list[Path]:
     """The regular files anywhere under `folder`, sorted (unlistable folders and special entries passed over)."""
     return sorted(Path(top) / name for top, _, names in walk(folder) for name in names if not is_special(Path(top) / name))
+
+
+def polars_source(path: Path) -> str | bytes:
+    """What to hand polars for `path`: the path itself, or, when the name is not UTF-8 (a Latin-1
+    `résultats/` copied from another machine, carried as lone surrogates), the file's bytes:
+    polars takes a path only as UTF-8 text (TypeError, and the run was lost)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return Path(path).read_bytes()
+    return str(path)

@@ -18,7 +18,7 @@ import polars as pl
 
 from ..model import Run, tidy
 from . import Claim, ReadError, Source
-from .fs import files_under, is_dir, is_file
+from .fs import files_under, is_dir, is_file, polars_source
 from .hparams import parse_scalar, read_yaml
 from .stepless import number_stepless
 
@@ -99,7 +99,7 @@ def _metric_file(path: Path, key: str) -> pl.DataFrame:
     if path.stat().st_size == 0:
         return tidy(pl.DataFrame({"metric": [], "step": [], "value": []}))
     try:
-        raw = pl.read_csv(path, separator=" ", has_header=False, infer_schema=False, truncate_ragged_lines=True, glob=False)
+        raw = pl.read_csv(polars_source(path), separator=" ", has_header=False, infer_schema=False, truncate_ragged_lines=True, glob=False)
     except Exception as exc:  # noqa: BLE001 - polars raises many kinds for garbage input
         raise ReadError(f"{path}: not an MLflow metric file ({type(exc).__name__})") from None
     number = lambda i: pl.col(raw.columns[i]).str.strip_chars().cast(pl.Float64, strict=False)  # noqa: E731
