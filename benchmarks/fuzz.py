@@ -617,18 +617,22 @@ def judge_document(text: str, suffix: str) -> str:
 
 def documents(what: str, where: Path, analyze) -> str:
     """For a case with hostile text: the case drawn as Markdown and as HTML through `analyze(args)`
-    (which returns nothing); the first problem found, else ''."""
-    if not any(mark in what for mark in HOSTILE_MARKS):
+    (which returns nothing), reached through a Latin-1 named link and written to a Latin-1 named
+    file beside it; the first problem found, else ''."""
+    if not any(mark in what for mark in HOSTILE_MARKS) or not (where / "report.json").exists():  # a broken config: no report
         return ""
-    for suffix in (".md", ".html"):
-        out = Path(f"{where}{suffix}")
-        try:
-            analyze(["analyze", str(where), "-o", str(out)] + (["--no-plots"] if suffix == ".md" else []))
-            problem = judge_document(out.read_text(errors="surrogateescape"), suffix) if out.exists() else ""
-        finally:
-            out.unlink(missing_ok=True)
-        if problem:
-            return f"{suffix}: {problem}"
+    root = Path(f"{where} r\udce9sultats")
+    root.symlink_to(where)
+    try:
+        for suffix in (".md", ".html"):
+            out = Path(f"{root}{suffix}")
+            analyze(["analyze", str(root), "-o", str(out)] + (["--no-plots"] if suffix == ".md" else []))
+            problem = judge_document(out.read_text(errors="surrogateescape"), suffix) if out.exists() else f"no {suffix} report"
+            if problem:
+                return f"{suffix}: {problem}"
+    finally:
+        for leftover in (root, Path(f"{root}.md"), Path(f"{root}.html")):
+            leftover.unlink(missing_ok=True)
     return ""
 
 

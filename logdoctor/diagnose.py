@@ -19,7 +19,7 @@ from pathlib import Path
 from .config import Config
 from .ingest import load_runs
 from .learning import Learning, judge
-from .model import SEVERITY_RANK, Diagnosis, Finding, Run, RunDiagnosis
+from .model import SEVERITY_RANK, Diagnosis, Finding, Run, RunDiagnosis, printable
 from .rules import all_rules
 from .view import RunView
 
@@ -138,4 +138,4 @@ def analyze(path: str | Path, config: Config | None = None, progress: Callable[[
         results.append(diagnose_run(run, config, rules))
         if progress:
             progress(i + 1, len(runs))
-    return Diagnosis(root=str(path), runs=results, errors=errors)
+    return Diagnosis(root=printable(str(path)), runs=results, errors=errors)  # a Latin-1 folder name, escaped like run paths

@@ -268,3 +268,26 @@ def test_a_run_folder_with_a_latin1_name_is_read(tmp_path):
     runs, errors = load_runs(tmp_path)
     assert errors == [] and len(runs) == 2
     assert all(run.scalars.height > 0 and not run.warnings for run in runs), [run.warnings for run in runs]
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_a_latin1_named_folder_written_to_a_latin1_named_report_is_a_report(tmp_path, fmt):
+    """`résultats/` analysed into `résultats.md`, both named in Latin-1: the folder's name reached
+    the report raw (a UnicodeEncodeError traceback writing it), and the Markdown plot link held
+    the plots folder's undecodable name. The name is escaped; the link is percent-encoded bytes."""
+    from urllib.parse import unquote_to_bytes
+
+    from typer.testing import CliRunner
+
+    from logdoctor.cli import app
+
+    root = tmp_path / os.fsdecode(b"r\xe9sultats")
+    shutil.copytree(SAMPLES / GOOD, root / "run")
+    report = tmp_path / os.fsdecode(b"r\xe9sultats." + fmt.encode())
+    result = CliRunner().invoke(app, ["analyze", str(root), "-o", str(report)], env={"NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    text = report.read_text(encoding="utf-8")
+    assert "r\\xe9sultats" in text
+    if fmt == "md":
+        link = re.search(r"\]\((r%E9sultats_plots/[^)]+\.png)\)", text).group(1)
+        assert (tmp_path / os.fsdecode(unquote_to_bytes(link))).is_file()

@@ -17,8 +17,10 @@ in it with `report.text.md_escape`).
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 from .. import __version__
 from ..model import Diagnosis, Finding, RunDiagnosis
@@ -135,7 +137,8 @@ def render_markdown(
         plots_dir.mkdir(exist_ok=True)
         _remove_own_plots(plots_dir)
         figures = draw_all(ordered, progress)
-    href = plots_href if plots_href is not None else (plots_dir.name if plots_dir else "")
+    # the folder's own bytes, percent-encoded: a space or a Latin-1 byte in a report's name would break the link
+    href = plots_href if plots_href is not None else (quote(os.fsencode(plots_dir.name)) if plots_dir else "")
     lines = [
         "# logdoctor report",
         "",
