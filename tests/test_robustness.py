@@ -291,3 +291,16 @@ def test_a_latin1_named_folder_written_to_a_latin1_named_report_is_a_report(tmp_
     if fmt == "md":
         link = re.search(r"\]\((r%E9sultats_plots/[^)]+\.png)\)", text).group(1)
         assert (tmp_path / os.fsdecode(unquote_to_bytes(link))).is_file()
+
+
+@pytest.mark.parametrize("side", ["tags/mlflow.runName", "params/lr", "../meta.yaml"])
+def test_a_pipe_where_an_mlflow_side_file_belongs_is_passed_over(tmp_path, side):
+    """Side files are opened by name, not walked to: a named pipe as the run-name tag (found by
+    the fuzzer), a param or the experiment's meta.yaml hung the reader waiting for a writer."""
+    run = _beside_good(tmp_path, "mlf_healthy_short_10_epochs") / "mlruns" / "947427902577955505" / "c9494b558eae5dc686e3912bb32555e5"
+    target = run / side
+    target.parent.mkdir(exist_ok=True)
+    target.unlink(missing_ok=True)
+    os.mkfifo(target)
+    runs, errors = _bounded_load(tmp_path)
+    assert len(runs) == 2 and "good" in runs and errors == []

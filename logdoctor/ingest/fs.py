@@ -11,6 +11,7 @@ and a folder nested 1,000 deep raised RecursionError and lost every run beside i
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -76,3 +77,16 @@ def polars_source(path: Path) -> str | bytes:
     except UnicodeEncodeError:
         return Path(path).read_bytes()
     return str(path)
+
+
+def read_regular(path: Path, limit: int = -1) -> bytes:
+    """The bytes of a regular file, at most `limit`; OSError for anything else (a side file such as
+    an MLflow tag or a YAML config, named rather than walked to, can be a pipe or a device too)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a pipe opens at once instead of waiting for a writer
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read(limit)
+    finally:
+        os.close(fd)

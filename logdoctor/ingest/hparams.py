@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from .fs import read_regular
+
 #: Keys W&B adds to every config that are not hyperparameters.
 _WANDB_INTERNAL = {"_wandb", "wandb_version"}
 
@@ -47,9 +49,10 @@ _MAX_DEPTH = 100
 def read_yaml(path: Path) -> tuple[dict[str, Any], str | None]:
     """A YAML mapping file as a dict, or ({}, one-line warning) when it is not one."""
     try:
-        if Path(path).stat().st_size > _MAX_BYTES:
+        raw = read_regular(Path(path), _MAX_BYTES + 1)
+        if len(raw) > _MAX_BYTES:
             return {}, f"{path}: config not read (larger than {_MAX_BYTES >> 20} MB: no hyperparameter file)"
-        data = yaml.load(Path(path).read_text(encoding="utf-8", errors="replace"), Loader=_Loader)
+        data = yaml.load(raw.decode("utf-8", errors="replace"), Loader=_Loader)
     except (OSError, yaml.YAMLError) as exc:
         return {}, f"{path}: config not readable ({type(exc).__name__})"
     except RecursionError:

@@ -18,7 +18,7 @@ import polars as pl
 
 from ..model import Run, tidy
 from . import Claim, ReadError, Source
-from .fs import files_under, is_dir, is_file, polars_source
+from .fs import files_under, is_dir, is_file, polars_source, read_regular
 from .hparams import parse_scalar, read_yaml
 from .stepless import number_stepless
 
@@ -60,8 +60,9 @@ def read(source: Source) -> list[Run]:
 
 
 def _text(path: Path) -> str | None:
+    """A tag or param file's text (its first 64 kB), None when it is no readable file."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace").strip()
+        return read_regular(path, 1 << 16).decode("utf-8", errors="replace").strip()
     except OSError:
         return None
 
