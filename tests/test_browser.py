@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from _report_fixtures import EVIL, evil, mixed
+from _report_fixtures import EVIL, evil, many, mixed
 from logdoctor.cli import app
 from logdoctor.report.html import render_html
 
@@ -120,11 +120,36 @@ def chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
-def probe(html: str, tmp: Path, width: int | None = None) -> dict:
+#: For a big report: the index's "show all", then the last row's link opens its (closed, unfolded on demand) card.
+BIG_PROBE = """<script>
+window.__errors = [];
+window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
+window.alert = function () { window.__alerted = true; };
+window.addEventListener("load", function () {
+  var rows = function () { return Array.from(document.querySelectorAll("table.index tbody tr")).filter(function (r) { return !r.hidden; }).length; };
+  var seen = { rowsAtLoad: rows(), bodiesAtLoad: document.querySelectorAll("section.run .body").length };
+  document.querySelector("#index-tools button").click();
+  seen.rowsShown = rows();
+  var links = document.querySelectorAll("table.index tbody tr a"), last = links[links.length - 1];
+  seen.names = Array.from(links).map(function (a) { return a.textContent; });
+  last.click();
+  setTimeout(function () {
+    var card = document.getElementById(last.getAttribute("href").slice(1));
+    seen.opened = card.querySelector("details").open;
+    seen.body = !!card.querySelector(".body .findings, .body p");
+    seen.canvases = card.querySelectorAll("canvas").length;
+    seen.errors = window.__errors; seen.alerted = !!window.__alerted;
+    var out = document.createElement("pre"); out.id = "probe"; out.textContent = JSON.stringify(seen); document.body.appendChild(out);
+  }, 50);
+});
+</script>"""
+
+
+def probe(html: str, tmp: Path, width: int | None = None, script: str = PROBE) -> dict:
     """Load the report (plus the probe) in Chromium, `width` px wide when given, and return what the probe saw."""
     page = tmp / "probed.html"
     # the probe goes first, so it sees errors and alerts raised by anything after it
-    page.write_text(html.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
+    page.write_text(html.replace("<head>", "<head>" + script, 1), encoding="utf-8")
     target = page
     if width is not None:
         target = tmp / "frame.html"
@@ -166,6 +191,18 @@ def test_report_loads_offline_and_its_charts_answer_the_mouse(tmp_path):
     n = len(seen["smoothed"]) // 2
     assert seen["smoothed"][n:] == [True] * n  # smoothed lines shown over the faint raw ones
     assert seen["overlay"] >= 1
+
+
+def test_a_big_report_unfolds_index_rows_and_closed_cards_on_demand(tmp_path):
+    d = many(40)
+    quiet = evil()
+    quiet.findings = []  # healthy: its card starts closed, its body kept as raw text until opened
+    d.runs.append(quiet)
+    seen = probe(render_html(d), tmp_path, script=BIG_PROBE)
+    assert seen["rowsAtLoad"] == 20 and seen["rowsShown"] == 41
+    assert seen["bodiesAtLoad"] < 41  # closed cards have no body yet
+    assert EVIL in seen["names"] and seen["opened"] and seen["body"] and seen["canvases"] >= 1
+    assert seen["errors"] == [] and not seen["alerted"]
 
 
 def test_every_page_fits_a_400px_phone(tmp_path):

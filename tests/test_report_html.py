@@ -51,7 +51,9 @@ def test_chart_data_carry_the_figure_description_thinned():
     assert [p["key"] for p in spec["panels"]] == [p.key for p in panels]
     loss = spec["panels"][0]
     assert [line["label"] for line in loss["lines"]] == [line.label for line in panels[0].lines]
-    assert all(len(line["x"]) == len(line["y"]) <= CHART_POINTS for line in loss["lines"])
+    assert all(len(line["dx"]) == len(line["y"]) <= CHART_POINTS for line in loss["lines"])
+    steps = np.cumsum(loss["lines"][0]["dx"])  # integer steps go as gaps
+    assert 0 <= steps[0] < 500 and 49_500 < steps[-1] <= 49_999 and np.all(np.diff(steps) > 0)
     assert {m["kind"] for m in loss["marks"]} == {m.kind for m in panels[0].marks} >= {"band", "ticks"}
     by_id = charts(render_html(Diagnosis("runs/", [diverging()])))
     loss = by_id[1]["panels"][0]
@@ -88,6 +90,7 @@ def test_every_log_string_is_escaped():
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert html.count("<script>") == 2  # uPlot and the page's script; data sit in application/json blocks
     assert html.count("<script") == html.count("</script>") == 2 + len(charts(html)) + 1  # + the runs index
+    assert 'class="later"' not in html  # a small report keeps everything as markup
     assert "config (1 keys)" in html  # the config value is shown, escaped
     # in the JSON blocks the name is escaped as \u003c...; it reads back as the name itself
     index = json.loads(re.search(r'id="runs-index">(.*?)</script>', html, re.S).group(1))
@@ -144,6 +147,21 @@ def test_many_runs_render_with_healthy_ones_collapsed():
     assert len(charts(html)) == 40
     # healthy runs start collapsed in a big report; runs with findings are open
     assert html.count("<details open>") == 10
+
+
+def test_a_big_report_keeps_closed_cards_and_the_index_tail_as_raw_text():
+    """The browser scans raw text without building elements: a 1,000-run page opens fast. Log strings in it stay escaped."""
+    d = many(40)
+    quiet = evil()
+    quiet.findings = []  # healthy: its card starts closed and its row is past the first 20
+    d.runs.append(quiet)
+    html = render_html(d)
+    later = re.findall(r'<script type="text/html" class="later" data-what="(\w+)">(.*?)</script>', html, re.S)
+    kinds = [what for what, _ in later]
+    assert kinds.count("rows") == 1 and kinds.count("body") == 41 - html.count("<details open>")
+    index = html[html.index('<table class="index">'): html.index("</table>")]
+    assert index.count("<tr>") == 1 + 20  # header + the worst 20
+    assert EVIL not in html and any("&lt;script&gt;alert(1)&lt;/script&gt;" in text for _, text in later)
 
 
 def test_a_big_report_opens_only_its_worst_cards(monkeypatch):

@@ -42,6 +42,9 @@ from .text import TOP_EVIDENCE, by_severity, evidence_items, fmt_num, main_loss,
 STATUS_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓", "not checked": "·"}
 #: With more runs than this, healthy runs start collapsed.
 EXPAND_ALL_UP_TO = 12
+#: Index rows shown before "show all" (the worst runs); the rest arrive when asked for.
+INDEX_ROWS = 20
+NO_JS_MANY = f", no closed card and only the first {INDEX_ROWS} index rows"
 #: In a bigger report, at most this many cards (the worst runs) start open.
 OPEN_AT_MOST = 25
 #: With more runs than this, healthy runs get a compact chart (the loss panel alone):
@@ -172,7 +175,11 @@ def _index(diagnosis: Diagnosis, ids: dict[int, int]) -> str:
         for h in ("status", "run", "findings", "loss", "last loss", "steps", "format")
     )
     tools = '<div id="index-tools" hidden><input type="search" placeholder="filter runs by name"><button type="button">show all</button></div>'
-    return f'{tools}<div class="scroll"><table class="index"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+    rest = _later("".join(rows[INDEX_ROWS:]), "rows") if len(rows) > INDEX_ROWS else ""
+    return (
+        f'{tools}<div class="scroll"><table class="index"><thead><tr>{head}</tr></thead>'
+        f'<tbody data-rows="{len(rows)}">{"".join(rows[:INDEX_ROWS])}</tbody></table>{rest}</div>'
+    )
 
 
 def _evidence(items: list[tuple[str, str]]) -> str:
@@ -237,25 +244,37 @@ def _run(i: int, rd: RunDiagnosis, spec: dict | str | None, expanded: bool) -> s
     """One run's card; `spec` is its chart description (`charts.chart_spec`; None when there is nothing to draw
     or charts are off; a line when it failed), put beside the card as JSON for the page's script."""
     roles = ", ".join(f"{escape(role)} = <code>{escape(name)}</code>" for role, name in rd.roles.items())
-    charts = ""
+    charts, data = "", ""
     if isinstance(spec, str):
         charts = f'<p class="meta">{escape(spec)}</p>'
     elif spec is not None:
-        charts = (
-            '<div class="charts"><p class="meta nojs">The charts need JavaScript; the evidence below lists the steps and levels.</p></div>'
-            f'<script type="application/json" id="chart-{i}">{script_json(spec)}</script>'
-        )
+        charts = '<div class="charts"><p class="meta nojs">The charts need JavaScript; the evidence below lists the steps and levels.</p></div>'
+        data = f'<script type="application/json" id="chart-{i}">{script_json(spec)}</script>'
     findings = f'<ol class="findings">{"".join(_finding(f) for f in rd.findings)}</ol>' if rd.findings else "<p>No problem found.</p>"
     warnings = (
         '<ul class="warnings">' + "".join(f"<li>{escape(w)}</li>" for w in rd.run.warnings) + "</ul>" if rd.run.warnings else ""
     )
+    body = (
+        f'<div class="body"><div class="meta">{escape(rd.run.format)} · <span class="mono">{escape(rd.run.path)}</span>'
+        + (f"<br>roles: {roles}" if roles else "")
+        + f"</div>{charts}{findings}{warnings}{_config(rd.run.config)}</div>"
+    )
     return (
         f'<section class="run {_css(verdict(rd))}" id="run-{i}"{f" data-run={i}" if isinstance(spec, dict) else ""}><details{" open" if expanded else ""}>'
         f'<summary>{_status(verdict(rd))} <span class="runname">{escape(rd.run.name)}</span> {_chips(rd.findings)}</summary>'
-        f'<div class="body"><div class="meta">{escape(rd.run.format)} · <span class="mono">{escape(rd.run.path)}</span>'
-        + (f"<br>roles: {roles}" if roles else "")
-        + f"</div>{charts}{findings}{warnings}{_config(rd.run.config)}</div></details></section>"
+        + (body if expanded else _later(body, "body"))
+        + f"</details></section>{data}"
     )
+
+
+def _later(markup: str, what: str) -> str:
+    """Markup the page adds when it is wanted (a closed card opened, the index shown in full): kept as raw
+    text, which the browser scans without building elements, so a 1,000-run page opens fast. Log strings
+    in it are escaped like everywhere else, so it holds no `</script`; if it ever did, it goes in as it is."""
+    if "</script" in markup.lower():
+        return markup
+    return f'<script type="text/html" class="later" data-what="{what}">{markup}</script>'
+
 
 
 def _compare(ordered: list[RunDiagnosis], specs: list[dict | str | None], open_: bool) -> str:
@@ -332,5 +351,6 @@ def render_html(
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         f"<title>{escape(title)} · {escape(diagnosis.root)}</title><style>{_asset('uPlot.min.css')}{CSS}</style></head>"
-        f"<body><main>{body}</main><script>{_asset('uPlot.iife.min.js')}</script><script>{_asset('report.js')}</script></body></html>\n"
+        f"<body><noscript><p class=warnings>Without JavaScript this report shows no charts{NO_JS_MANY if many else ''}.</p></noscript><main>{body}</main>"
+        f"<script>{_asset('uPlot.iife.min.js')}</script><script>{_asset('report.js')}</script></body></html>\n"
     )

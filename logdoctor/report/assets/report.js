@@ -20,10 +20,14 @@
     return e;
   }
   var specs = {};
+  /* A run's chart description (report/charts.py); integer steps arrive as gaps ("dx") and are summed back. */
   function spec(id) {
     if (!(id in specs)) {
-      var node = document.getElementById("chart-" + id);
-      specs[id] = node ? JSON.parse(node.textContent) : null;
+      var node = document.getElementById("chart-" + id), s = node ? JSON.parse(node.textContent) : null;
+      (s ? s.panels : []).forEach(function (p) { p.lines.forEach(function (l) {
+        if (l.dx) { var at = 0; l.x = l.dx.map(function (d) { return (at += d); }); delete l.dx; }
+      }); });
+      specs[id] = s;
     }
     return specs[id];
   }
@@ -218,6 +222,9 @@
     var seen = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
       entries.forEach(function (e) { if (e.isIntersecting && e.target.querySelector("details").open) { drawRun(e.target); seen.unobserve(e.target); } });
     }, { rootMargin: "400px" }) : null;
+    document.querySelectorAll("section.run details").forEach(function (det) {
+      det.addEventListener("toggle", function () { if (det.open) unfold(det.querySelector("script.later")); });
+    });
     cards.forEach(function (card) {
       var det = card.querySelector("details");
       det.addEventListener("toggle", function () { if (det.open) drawRun(card); });
@@ -285,30 +292,44 @@
     if (det.open) build();
   }
 
-  /* The index: worst runs first, the first INDEX_ROWS shown (a filter box and "show all" for the rest);
-   * a click on a header sorts by it (numbers by their data-sort key). */
+  /* Markup kept as raw text until wanted (report/html.py `_later`): put in place of its holder. */
+  function unfold(holder) {
+    if (!holder) return;
+    holder.insertAdjacentHTML("beforebegin", holder.textContent);
+    holder.remove();
+  }
+
+  /* The index: worst runs first, the first rows in the page, the rest arriving with "show all", the filter
+   * or a sort; a click on a header sorts by it (numbers by their data-sort key, names in natural order). */
   function setupIndex() {
     var table = document.querySelector("table.index");
     if (!table) return;
-    var tb = table.tBodies[0], rows = Array.from(tb.rows), all = false, q = "";
+    var tb = table.tBodies[0], first = tb.rows.length, total = +tb.dataset.rows || first, all = false, q = "";
     var tools = document.getElementById("index-tools");
+    function everything() {
+      var rest = table.parentNode.querySelector("script.later");
+      if (rest) { tb.insertAdjacentHTML("beforeend", rest.textContent); rest.remove(); }
+    }
     function limit() {
       var shown = 0;
       Array.from(tb.rows).forEach(function (r) {
         var match = !q || r.cells[1].textContent.toLowerCase().indexOf(q) >= 0;
-        r.hidden = !match || (!all && shown >= INDEX_ROWS);
+        r.hidden = !match || (!all && shown >= first);
         if (!r.hidden) shown++;
       });
     }
-    if (tools && rows.length > INDEX_ROWS) {
+    if (tools && total > first) {
       tools.hidden = false;
       var more = tools.querySelector("button"), find = tools.querySelector("input");
-      more.addEventListener("click", function () { all = !all; more.textContent = all ? "show the first " + INDEX_ROWS : "show all " + rows.length + " runs"; limit(); });
-      find.addEventListener("input", function () { q = find.value.toLowerCase(); limit(); });
-      limit();
+      more.textContent = "show all " + total + " runs";
+      more.addEventListener("click", function () {
+        everything(); all = !all; more.textContent = all ? "show the first " + first : "show all " + total + " runs"; limit();
+      });
+      find.addEventListener("input", function () { everything(); q = find.value.toLowerCase(); limit(); });
     }
     table.querySelectorAll("th").forEach(function (th, col) {
       th.addEventListener("click", function () {
+        everything();
         var asc = th.dataset.dir !== "asc"; th.dataset.dir = asc ? "asc" : "desc";
         var sorted = Array.from(tb.rows);
         sorted.sort(function (a, b) {
@@ -317,8 +338,13 @@
           return asc ? c : -c;
         });
         sorted.forEach(function (r) { tb.appendChild(r); });
-        if (tools && !tools.hidden) limit();
+        limit();
       });
+    });
+    // a link to a run opens its card
+    document.addEventListener("click", function (e) {
+      var a = e.target.closest && e.target.closest('a[href^="#run-"]'), card = a && document.getElementById(a.getAttribute("href").slice(1));
+      if (card) card.querySelector("details").open = true;
     });
   }
 
