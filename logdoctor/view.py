@@ -51,14 +51,10 @@ class RunView:
         index, codes = self._codes
         if name not in index:
             return None
-        rows = np.flatnonzero(codes == index[name])
-        steps, values = self._columns
-        return steps[rows], values[rows]
-
-    @cached_property
-    def _columns(self) -> tuple[np.ndarray, np.ndarray]:
-        """The step and value columns as arrays, taken once (a copy only where the table is chunked)."""
-        return self.run.scalars.get_column("step").to_numpy(), self.run.scalars.get_column("value").to_numpy()
+        # filtered in polars: the columns are chunked, so taking them whole as arrays would copy them
+        rows = pl.Series(codes == index[name])
+        scalars = self.run.scalars
+        return scalars.get_column("step").filter(rows).to_numpy(), scalars.get_column("value").filter(rows).to_numpy()
 
     @cached_property
     def all_roles(self) -> dict[str, list[str]]:
