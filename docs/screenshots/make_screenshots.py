@@ -7,7 +7,14 @@
   100 columns), exported by rich as SVG and rasterised by Chromium;
 * html-report.png: the top of the HTML report of a showcase of the sample runs
   (the worst run per distinct top finding, plus a healthy one) as headless
-  Chromium renders it.
+  Chromium renders it;
+* html-card-1400.png / html-card-400.png: the report of the overfit run alone, its
+  card open (charts with the finding's marks) at 1400 and 400 px;
+* html-compare-1400.png / html-compare-400.png: the showcase report's index and
+  "Compare runs" (train loss of its runs overlaid) at 1400 and 400 px.
+Shots start at the top of the page (a scrolled headless shot can come out half
+painted). Chromium's window is at least 500 px wide, so the 400 px shots load
+the page in a 400 px iframe and keep its width.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ from rich.console import Console
 from rich.text import Text
 
 from logdoctor import analyze
+from logdoctor.model import Diagnosis
 from logdoctor.report.html import render_html
 from logdoctor.report.text import by_severity
 
@@ -42,14 +50,29 @@ FLAGS = (
 
 
 def shoot(page: Path, png: Path, size: tuple[int, int], tmp: Path) -> None:
+    """Photograph `page` in a window of `size` px; below Chromium's 500 px minimum the page goes in
+    an iframe of that width and the shot is cropped to it."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if browser is None:
         sys.exit("make_screenshots: no chromium on PATH")
+    width, height = size
+    target = page.as_uri()
+    if width < 500:
+        frame = tmp / "frame.html"
+        frame.write_text(
+            f'<!DOCTYPE html><body style="margin:0"><iframe src="{target}" width="{width}" height="{height}" style="border:0;display:block"></iframe></body>',
+            encoding="utf-8",
+        )
+        target = frame.as_uri()
     subprocess.run(
-        [browser, *FLAGS, f"--user-data-dir={tmp / 'profile'}", f"--window-size={size[0]},{size[1]}",
-         f"--screenshot={png}", page.as_uri()],
+        [browser, *FLAGS, f"--user-data-dir={tmp / 'profile'}", f"--window-size={max(width, 500)},{height}",
+         "--virtual-time-budget=5000", f"--screenshot={png}", target],
         check=True, capture_output=True, timeout=120,
     )
+    if width < 500:
+        from PIL import Image
+
+        Image.open(png).crop((0, 0, width, height)).save(png)
 
 
 def showcase(runs: list, problems: int = 5) -> list:
@@ -86,10 +109,16 @@ def main() -> None:
         page = tmp / "report.html"
         page.write_text(render_html(diagnosis), encoding="utf-8")
         shoot(page, HERE / "html-report.png", (1100, 2300), tmp)
+        overfit = [rd for rd in diagnosis.runs if any(f.code == "overfit" for f in rd.findings)][:1]
+        one = tmp / "one.html"
+        one.write_text(render_html(Diagnosis(diagnosis.root, overfit or diagnosis.runs[:1])), encoding="utf-8")
+        for width, height in ((1400, 1250), (400, 1700)):
+            shoot(one, HERE / f"html-card-{width}.png", (width, height), tmp)
+            shoot(page, HERE / f"html-compare-{width}.png", (width, height), tmp)
 
         for name, args in TERMINAL.items():
             terminal(args, HERE / name, tmp)
-    print("wrote", HERE / "html-report.png", *(HERE / name for name in TERMINAL))
+    print("wrote", *sorted(HERE.glob("html-*.png")), *(HERE / name for name in TERMINAL))
 
 
 if __name__ == "__main__":

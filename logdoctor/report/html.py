@@ -56,7 +56,7 @@ MAX_CONFIG = 40
 CSS = """
 :root{--crit:#c62828;--warn:#e08a00;--ok:#2e7d32;--info:#3b78c4;--ink:#1d2330;--mute:#5f6877;--line:#e3e6eb;--bg:#f6f7f9}
 *{box-sizing:border-box}[hidden]{display:none!important}
-body{margin:0;overflow-wrap:anywhere;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);background:var(--bg)}
+body{margin:0;overflow-wrap:break-word;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);background:var(--bg)}
 main{max-width:1040px;margin:0 auto;padding:20px 24px 60px}
 h1{font-size:22px;margin:0 0 4px}
 h2{font-size:17px;margin:28px 0 10px}
@@ -73,7 +73,7 @@ table.index th:after{content:" ⇅";color:#aab}
 table.index td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.index a{color:var(--ink);text-decoration:none;overflow-wrap:anywhere}
 table.index a:hover{text-decoration:underline}
-.chip{display:inline-block;padding:0 6px;margin:1px 2px 1px 0;border-radius:4px;font:600 12px ui-monospace,Menlo,monospace;color:#fff}
+.chip{display:inline-block;white-space:nowrap;padding:0 6px;margin:1px 2px 1px 0;border-radius:4px;font:600 12px ui-monospace,Menlo,monospace;color:#fff}
 .status{font-weight:700;white-space:nowrap}
 section.run{background:#fff;border:1px solid var(--line);border-left:6px solid var(--ok);border-radius:6px;margin:14px 0}
 section.run.critical{border-left-color:var(--crit)}section.run.warning{border-left-color:var(--warn)}section.run.not-checked{border-left-color:var(--info)}
@@ -106,12 +106,12 @@ section.compare>details>summary{padding:10px 14px;cursor:pointer;font-size:15px;
 .runlist{max-height:150px;overflow-y:auto;border:1px solid var(--line);border-radius:4px;padding:4px 8px;font-size:13px}
 .runlist label{display:block;overflow-wrap:anywhere}
 ol.findings{list-style:none;padding:0;margin:0}
-li.finding{border:1px solid var(--line);border-left:4px solid var(--info);border-radius:4px;padding:8px 12px;margin:8px 0;background:#fcfcfd}
+li.finding{overflow-wrap:anywhere;border:1px solid var(--line);border-left:4px solid var(--info);border-radius:4px;padding:8px 12px;margin:8px 0;background:#fcfcfd}
 li.finding.critical{border-left-color:var(--crit)}li.finding.warning{border-left-color:var(--warn)}
 .ftitle{font-weight:650;font-size:15px;margin:2px 0}
 .where{color:var(--mute);font-size:12.5px}
 .evidence{display:flex;flex-wrap:wrap;gap:4px 6px;margin:6px 0}
-.ev{background:#eef1f5;border-radius:4px;padding:1px 7px;color:var(--mute);font-size:12.5px}
+.ev{overflow-wrap:anywhere;background:#eef1f5;border-radius:4px;padding:1px 7px;color:var(--mute);font-size:12.5px}
 .ev b{color:var(--ink);font:600 12.5px ui-monospace,Menlo,monospace}
 .cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:16px}
 .cols h4{margin:6px 0 2px;font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--mute)}
@@ -127,7 +127,12 @@ details.config td{padding:0 12px 0 0;overflow-wrap:anywhere}
 .extra table{border-collapse:collapse}.extra td,.extra th{border:1px solid var(--line);padding:3px 8px}
 svg.spark{vertical-align:middle}
 @media (max-width:700px){.cols{grid-template-columns:minmax(0,1fr)}main{padding:12px 10px 40px}.body{padding:0 10px 12px}
-table.index .wide,table.index .status .word{display:none}table.index th,table.index td{padding:4px 5px}}
+table.index .wide,table.index .status .word{display:none}
+table.index,table.index thead,table.index tbody{display:block}
+table.index tr{display:flex;flex-wrap:wrap;align-items:baseline;border-bottom:1px solid var(--line)}
+table.index th,table.index td{border:0;padding:3px 6px}
+table.index td:nth-child(2){flex:1 1 75%;min-width:0}
+table.index td:nth-child(5):before{content:"last loss ";color:var(--mute)}table.index td:nth-child(6):before{content:"steps ";color:var(--mute)}}
 """
 
 #: The page may run its own inline script and styles and show data: images; it may fetch nothing.
@@ -278,13 +283,14 @@ def _later(markup: str, what: str) -> str:
 
 
 def _compare(ordered: list[RunDiagnosis], specs: list[dict | str | None], open_: bool) -> str:
-    """"Compare runs": the page builds its metric picker and run list from this list of runs and their metrics."""
+    """"Compare runs" (with two runs or more): the page builds its metric picker and run list from this list of
+    runs and their metrics."""
     runs = [
         {"id": i, "name": rd.run.name, "status": verdict(rd), "keys": list(dict.fromkeys(l["key"] for p in spec["panels"] for l in p["lines"]))}
         for i, (rd, spec) in enumerate(zip(ordered, specs), 1)
         if isinstance(spec, dict)
     ]
-    if not runs:
+    if len(runs) < 2:
         return ""
     return (
         f'<section class="compare" id="compare"><details{" open" if open_ else ""}><summary>Compare runs</summary>'

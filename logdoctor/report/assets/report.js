@@ -225,10 +225,15 @@
     document.querySelectorAll("section.run details").forEach(function (det) {
       det.addEventListener("toggle", function () { if (det.open) unfold(det.querySelector("script.later")); });
     });
+    var inView = true; // cards come in page order: past the first one below the fold, none is in view
     cards.forEach(function (card) {
       var det = card.querySelector("details");
       det.addEventListener("toggle", function () { if (det.open) drawRun(card); });
-      if (det.open) { if (seen) seen.observe(card); else drawRun(card); }
+      if (!det.open) return;
+      // cards already in view are drawn at once (no wait for the observer's first report), the rest as they come
+      inView = inView && card.getBoundingClientRect().top < window.innerHeight;
+      if (!seen || inView) drawRun(card);
+      else seen.observe(card);
     });
   }
 
