@@ -118,6 +118,26 @@ def frozen(values: np.ndarray, min_points: int = 3, max_relative_spread: float =
     return relative_spread(v) <= max_relative_spread
 
 
+def frozen_tail_start(values: np.ndarray, max_relative_spread: float) -> int:
+    """Index where the longest suffix of finite values staying within `max_relative_spread` of its
+    level begins (len(values) when not even the last two values agree).
+
+    A training loss computed on fresh batches always moves; one whose last stretch repeats
+    itself to a few parts per hundred thousand is computed by a model whose output no longer
+    depends on its input or its weights.
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) < 2:
+        return len(v)
+    hi = np.maximum.accumulate(v[::-1])[::-1]
+    lo = np.minimum.accumulate(v[::-1])[::-1]
+    inside = (hi - lo) <= max_relative_spread * np.maximum(np.abs(v[-1]), TINY)
+    # inside is True on a suffix (the spread only grows going back): its first True
+    first = int(np.argmax(inside))
+    return first if first < len(v) - 1 else len(v)
+
+
 def quantum(values: np.ndarray, sample: int = 4096) -> float:
     """The rounding step of logged values (1e-4 for HF Trainer's 4 decimals), or 0.0.
 

@@ -240,6 +240,26 @@ def test_noisy_training_loss_with_a_frozen_validation_loss_is_flat():
     assert "flat" not in got and "val_metric_constant" in got
 
 
+def test_a_training_loss_that_falls_then_repeats_one_value_is_flat():
+    """An LSTM whose two outputs stick at 0.5: the MSE falls 1.75 -> 0.25 in the first fifth, then
+    logs 0.25000 (to 1e-5) for the rest of the run. Fresh batches always move a live model's loss.
+
+    Near misses: the same fall to a floor with ordinary batch noise (a converged run), and a loss
+    frozen at (next to) zero (a model that fitted its data), are not flat.
+    """
+    rng = np.random.default_rng(7)
+    x = np.arange(240) * 50
+    fall = 0.25 + 1.5 * np.exp(-np.arange(240) / 10)
+    stuck = np.where(np.arange(240) < 48, fall, 0.25 + 4e-6 * rng.standard_normal(240))
+    got = fired(diagnose(synthetic({"train_loss": (x, stuck)})))
+    assert got["flat"].evidence["kind"] == "froze after falling"
+    assert got["flat"].evidence["frozen_share"] >= 0.5 and got["flat"].steps[0] <= 48 * 50
+    noisy = fall + 0.01 * rng.standard_normal(240)
+    assert "flat" not in fired(diagnose(synthetic({"train_loss": (x, noisy)})))
+    fitted = np.where(np.arange(240) < 48, fall - 0.25, 0.0)
+    assert "flat" not in fired(diagnose(synthetic({"train_loss": (x, fitted)})))
+
+
 def test_a_flat_loss_component_beside_one_that_learns_is_not_flat():
     """A YOLO pose fine-tune: box detection is already solved (box_loss ~0.11, flat; mAP50(B)
     pinned at 0.995) while pose_loss falls 1.45 -> 0.92: the weights move, the run learns.

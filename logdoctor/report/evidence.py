@@ -57,6 +57,10 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "fall_after_opening_share": ("share of the fall after the opening", "share", "the part of the whole fall that comes after the opening tenth"),
     "constant": ("bit-identical values", "value", "every logged value is the same"),
     "validation_frozen": ("val loss frozen", "value", "the validation loss stays within 0.5% over every evaluation (weights that never moved)"),
+    "frozen_level": ("frozen at", "level", "the level the training loss repeats after its fall"),
+    "frozen_from_step": ("frozen from", "step", "the first step of the frozen stretch"),
+    "frozen_share": ("frozen share of the run", "share", "the frozen stretch as a share of the logged points"),
+    "frozen_spread": ("spread while frozen", "share", "(max - min) / level over the frozen stretch"),
     # crawl
     "relative_drop_end_to_end": ("fall first to last point", "share", "(first logged value - last logged value) / first logged value"),
     "slope_per_1k_steps": ("slope", "per1k", "Theil-Sen slope of the level, per 1,000 steps"),

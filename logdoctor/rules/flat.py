@@ -38,6 +38,7 @@ class Flat(Rule):
         - model left in eval() mode, or every weight frozen
         - labels detached from inputs (shuffled separately, all one class): nothing to learn
         - learning rate several decades too low: the loss moves, but by far less than its noise
+        - the output collapsed after an early fall (dead ReLUs, a saturated sigmoid or tanh output, a constant prediction): the loss freezes at the error of predicting the mean
     Fix:
         - build the optimizer after model.to(device) and assert every trainable parameter is in a param group
         - assert loss.requires_grad and loss.grad_fn is not None before backward(); log loss.item() but back-propagate the tensor
@@ -80,6 +81,12 @@ class Flat(Rule):
         "max_frozen_spread": 0.005,
         # another training loss of the run (a component) that falls this share: it is learning
         "min_other_loss_drop": 0.1,
+        # fell, then froze: the last stretch (at least this share of the run, this many points)
+        # repeats one value within this share of its level, at least min_frozen_level of the start
+        "min_frozen_tail_share": 0.5,
+        "min_frozen_tail_points": 10,
+        "max_frozen_tail_spread": 1e-4,
+        "min_frozen_level": 0.05,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -87,6 +94,12 @@ class Flat(Rule):
         c = curves.curve(series)
         if c is None or len(c) < self.params["min_points"]:
             return []
+        train = view.series("train_loss")
+        frozen = self._froze_after_falling(series) if train is not None and series.name == train.name else []
+        return self._never_moved(view, series, c) or frozen
+
+    def _never_moved(self, view: RunView, series: Series, c) -> list[Finding]:
+        """The loss stays at its opening level (the classic flat run)."""
         # the level it settles at over the opening stretch; an early transient (a bump, or a
         # quick fall to the class prior) may precede it, but only a small one
         initial = curves.level(c.y, "start", self.params["opening"], min_points=1)
@@ -154,6 +167,38 @@ class Flat(Rule):
                     "constant": constant,
                     "validation_frozen": frozen_val is not None,
                     "points": c.n,
+                },
+            )
+        ]
+
+    def _froze_after_falling(self, series: Series) -> list[Finding]:
+        """The training loss fell, then repeats one value for the rest of the run (training loss
+        only: a validation loss repeats itself whenever the weights stop, as at an LR of 0)."""
+        steps, y = np.asarray(series.steps), np.asarray(series.values, dtype=float)
+        keep = np.isfinite(y)
+        steps, y = steps[keep], y[keep]
+        start = curves.frozen_tail_start(y, self.params["max_frozen_tail_spread"])
+        tail = len(y) - start
+        if tail < self.params["min_frozen_tail_points"] or tail / len(y) < self.params["min_frozen_tail_share"]:
+            return []
+        level, first = float(np.median(y[start:])), float(y[0])
+        if abs(level) < self.params["min_frozen_level"] * max(abs(first), curves.TINY):
+            return []  # frozen at (next to) zero: fitted, not stuck
+        share = tail / len(y)
+        return [
+            self.finding(
+                series,
+                title=f"{series.name} falls from {first:.4g} to {level:.4g} and then stays there for the last {share:.0%} of the run",
+                steps=(int(steps[start]), int(steps[-1])),
+                confidence=0.9,
+                evidence={
+                    "loss_start": first,
+                    "frozen_level": level,
+                    "frozen_from_step": int(steps[start]),
+                    "frozen_share": share,
+                    "frozen_spread": curves.relative_spread(y[start:]),
+                    "kind": "froze after falling",
+                    "points": int(len(y)),
                 },
             )
         ]
