@@ -23,6 +23,7 @@ import csv
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -124,7 +125,6 @@ def generate(out: Path, runs: int, steps: int) -> None:
 def snapshot() -> Path:
     """A frozen copy of the logdoctor package, so every step times the same code (and the cache,
     which is keyed on logdoctor's source files, is not invalidated by edits made meanwhile)."""
-    import shutil
     import tempfile
 
     folder = Path(tempfile.mkdtemp(prefix="logdoctor-bench-"))
@@ -150,20 +150,18 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "data" / "audit_sweep")
     args = parser.parse_args()
     generate(args.out, args.runs, args.steps)
-    size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file() and ".logdoctor-cache" not in f.parts)
+    size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
     sweep = str(args.out.resolve())
     code = snapshot()
     try:
         run_all(args, sweep, size, code)
     finally:
-        import shutil
-
         shutil.rmtree(code, ignore_errors=True)
 
 
-def _entry(sweep: Path) -> dict:
+def _entry(cache: Path) -> dict:
     """Salt and fingerprint of one cache entry (to explain a cache miss if one happens)."""
-    first = min((sweep / ".logdoctor-cache").rglob("*.json"))
+    first = min(cache.rglob("*.json"))
     data = json.loads(first.read_text())
     return {"file": first.name, "salt": data.get("salt"), "fingerprint": data.get("fingerprint")}
 
@@ -172,16 +170,18 @@ def run_all(args, sweep: str, size: int, code: Path) -> None:
     results = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
                "runs": args.runs, "steps": args.steps, "tags": 5, "bytes": size,
                "load_average_before": round(os.getloadavg()[0], 2)}
+    cache = f"{sweep}-cache"  # beside the sweep, emptied first: the first cached audit fills it
+    shutil.rmtree(cache, ignore_errors=True)
     for jobs in (1, 2):
         seconds, audit = timed(["audit", sweep, "-f", "json", "--no-cache", "--jobs", str(jobs)], code)
         results[f"jobs{jobs}_s"] = round(seconds, 2)
         print(f"--jobs {jobs}, no cache: {seconds:.1f} s  ({audit['run_count']} runs, {audit['by_status']})")
-    seconds, audit = timed(["audit", sweep, "-f", "json", "--jobs", "2"], code)
+    seconds, audit = timed(["audit", sweep, "-f", "json", "--jobs", "2", "--cache-dir", cache], code)
     print(f"--jobs 2, filling the cache: {seconds:.1f} s (read {audit['stats']['read']})")
-    filled = _entry(args.out)
-    seconds, audit = timed(["audit", sweep, "-f", "json", "--jobs", "2"], code)
+    filled = _entry(Path(cache))
+    seconds, audit = timed(["audit", sweep, "-f", "json", "--jobs", "2", "--cache-dir", cache], code)
     if audit["stats"]["read"]:
-        print(f"warning: the cached re-audit re-read runs; one entry before: {filled}, after: {_entry(args.out)}")
+        print(f"warning: the cached re-audit re-read runs; one entry before: {filled}, after: {_entry(Path(cache))}")
     results["cached_s"] = round(seconds, 2)
     results["cached_reads"] = audit["stats"]["read"]
     print(f"cached re-audit: {seconds:.1f} s (read {audit['stats']['read']}, cached {audit['stats']['cached']})")
@@ -189,7 +189,7 @@ def run_all(args, sweep: str, size: int, code: Path) -> None:
         for f in folder.rglob("*"):
             if f.is_file():
                 os.utime(f)
-    seconds, audit = timed(["audit", sweep, "-f", "json", "--jobs", "2"], code)
+    seconds, audit = timed(["audit", sweep, "-f", "json", "--jobs", "2", "--cache-dir", cache], code)
     results["ten_changed_s"] = round(seconds, 2)
     results["ten_changed_reads"] = audit["stats"]["read"]
     print(f"10 runs touched: {seconds:.1f} s (read {audit['stats']['read']})")

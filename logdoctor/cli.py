@@ -410,7 +410,7 @@ def audit(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help=_OUTPUT_HELP),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes (default: one per core)."),
     scheduler: Optional[str] = typer.Option(None, help="Run on a Dask cluster: its scheduler, tcp://host:port."),
-    cache_dir: Optional[Path] = typer.Option(None, help="Cache folder (default: .logdoctor-cache/ in PATH)."),
+    cache_dir: Optional[Path] = typer.Option(None, help="Cache folder (default: logdoctor/audit/ in the user cache folder, $XDG_CACHE_HOME or ~/.cache)."),
     no_cache: bool = flag("--no-cache", help="Re-read every run; neither use nor write the cache."),
     rank_by: RankBy = typer.Option(RankBy.final, help="Best run by final or best validation loss."),
     details: bool = flag("--details", help="Terminal: also print every run's findings."),

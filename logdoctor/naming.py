@@ -82,6 +82,17 @@ def _unshared(parts: list[list[str]]) -> list[str]:
     return ["/".join(p[shared:]) for p in parts]
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key that orders names as people read them: `version_2` before `version_10`,
+    `lr1e-4` beside `lr1e-3`. Digit runs compare as numbers, the rest case-insensitively
+    (ties broken by the exact text, so the order is total)."""
+    parts = _DIGITS.split(str(name))  # text, digits, text, digits, ..., text: kinds never meet at one place
+    return tuple(int(p) if i % 2 else p.casefold() for i, p in enumerate(parts)), str(name)
+
+
 def fit_names(names: list[str], limit: int) -> list[str]:
     """Names cut to `limit` characters for a narrow column, still all distinct.
 

@@ -44,6 +44,13 @@ def same(a, b) -> bool:
     return dump(a) == dump(b)
 
 
+@pytest.fixture(autouse=True)
+def user_cache(tmp_path: Path, monkeypatch) -> Path:
+    """The user cache folder, inside the test's own folder (an audit caches there by default)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg"
+
+
 @pytest.fixture
 def sweep(tmp_path: Path) -> Path:
     root = tmp_path / "sweep"
@@ -81,6 +88,35 @@ def test_audit_finds_failures_best_run_and_lr_link(sweep: Path):
     doc = report.to_json()
     assert doc["by_status"]["critical"] == 8 and doc["by_code"]["diverge"] == 8
     assert doc["best"]["run"] == best.run
+
+
+def test_json_table_carries_each_runs_config_and_the_swept_settings(sweep: Path):
+    doc = audit(sweep, jobs=1, use_cache=False).to_json()
+    # the linked setting first, then the others that vary; optimizer.name is the same everywhere
+    assert doc["swept"] == ["lr", "seed"]
+    row = next(r for r in doc["table"] if r["run"] == "lr0.03_s2/version_0")
+    assert row["config"] == {"lr": 0.03, "seed": 2, "optimizer.name": "sgd"}
+
+
+def test_runs_with_the_same_standing_sort_in_natural_order(tmp_path: Path):
+    for trial in range(1, 13):
+        write_run(tmp_path / "sweep" / f"trial_{trial}", lr=1e-3 if trial % 2 else 3e-4, seed=0)
+    names = [r.run for r in audit(tmp_path / "sweep", jobs=1, use_cache=False).results if not r.findings]
+    assert len(names) == 12 and names == [f"trial_{t}" for t in range(1, 13)]
+
+
+def test_swept_settings_leave_out_identifiers_and_constants():
+    from logdoctor.audit.result import RunResult
+    from logdoctor.audit.summary import swept_settings
+
+    def result(i: int, **params) -> RunResult:
+        return RunResult(run=f"r{i}", path=f"r{i}", format="csv", roles={}, status="healthy", findings=[], params=params)
+
+    runs = [result(i, output_dir=f"out/r{i}", optimizer="adam", batch_size=32 * (1 + i % 2), warmup=i % 3 == 0)
+            for i in range(6)]
+    runs.append(result(6, lr=0.1))  # a key one run sets varies nothing
+    assert swept_settings(runs) == ["batch_size", "warmup"]
+    assert swept_settings(runs, linked=["warmup"]) == ["warmup", "batch_size"]
 
 
 def test_one_bad_run_never_stops_the_audit(sweep: Path, monkeypatch):
@@ -147,11 +183,16 @@ def test_damaged_cache_entries_are_misses(sweep: Path, tmp_path: Path, count_rea
     assert len(count_reads) == 2 and len(report.results) == 16
 
 
-def test_default_cache_lives_in_the_audited_folder(sweep: Path):
+def test_default_cache_lives_in_the_user_cache_not_the_sweep(sweep: Path, user_cache: Path):
+    before = sorted(sweep.rglob("*"))
     audit(sweep, jobs=1)
-    assert len(list((sweep / ".logdoctor-cache").rglob("*.json"))) == 16
-    # and the cache folder is never mistaken for runs
-    assert len(audit(sweep, jobs=1).results) == 16
+    assert sorted(sweep.rglob("*")) == before  # `git status` in the sweep stays clean
+    entries = list((user_cache / "logdoctor" / "audit").rglob("*.json"))
+    assert len(entries) == 16
+    assert audit(sweep, jobs=1).stats["cached"] == 16
+    # one folder per audited path: auditing part of the sweep keeps its own
+    assert audit(sweep / "lr0.001_s0", jobs=1).stats["cached"] == 0
+    assert len(list((user_cache / "logdoctor" / "audit").iterdir())) == 2
 
 
 def test_process_pool_gives_the_same_report(sweep: Path, monkeypatch):
@@ -205,6 +246,8 @@ def test_terminal_run_table_is_one_line_per_run(sweep: Path, width: int):
     assert len(lines) == 1 + len(report.results) + 1  # header, one row per run, caption
     assert all(len(line) <= width for line in lines)
     assert all("…" not in line.split()[-1] for line in lines[1:-1])  # numbers are never cut
+    # the swept settings get columns while the run names keep their room
+    assert {"lr", "seed"} <= set(lines[0].split())
 
 
 def test_cli_terminal_details_adds_the_run_blocks(sweep: Path, tmp_path: Path):
@@ -230,17 +273,6 @@ def test_cli_input_errors_are_one_line(tmp_path: Path, monkeypatch):
     (tmp_path / "x").mkdir()
     no_dask = runner.invoke(app, ["audit", str(tmp_path / "x"), "--scheduler", "tcp://127.0.0.1:8786"])
     assert no_dask.exit_code == 2 and "pip install 'logdoctor[dask]'" in no_dask.stderr
-
-
-def test_unwritable_sweep_folder_caches_in_the_user_cache(sweep: Path, tmp_path: Path, monkeypatch):
-    from logdoctor.audit import sweep as sweep_module
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setattr(sweep_module.os, "access", lambda path, mode: False)
-    folder = sweep_module.default_cache_dir(sweep)
-    assert folder.is_relative_to(tmp_path / "xdg" / "logdoctor" / "audit")
-    audit(sweep, jobs=1)
-    assert len(list(folder.rglob("*.json"))) == 16
 
 
 def test_fsspec_url_planning(sweep: Path, tmp_path: Path):

@@ -61,20 +61,24 @@ def _cell(value) -> str:
     return "" if value is None else fmt_num(value)
 
 
+#: Swept settings shown as Markdown table columns at most (all of them are in the JSON `table`).
+MD_SETTINGS = 8
+
+
 def table_section(report: AuditReport, quiet: bool = False) -> str:
-    lines = [
-        "| run | status | top finding | train loss final | train loss best | val loss final | val loss best | steps |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
+    settings = report.swept[:MD_SETTINGS]
+    stats = ("train_loss_final", "train_loss_best", "val_loss_final", "val_loss_best", "steps")
+    head = ["run", "status", "top finding", *(md_escape(k) for k in settings),
+            "train loss final", "train loss best", "val loss final", "val loss best", "steps"]
+    lines = ["| " + " | ".join(head) + " |", "| --- | --- | --- |" + " ---: |" * (len(settings) + len(stats))]
     for row in report.table():
         if quiet and row["status"] == "healthy":
             continue
         top = f"`{row['top']}`" if row["top"] else ""
-        lines.append(
-            f"| {md_escape(row['run'])} | {STATUS_MARK.get(row['status'], '')} {row['status']} | {top} | "
-            + " | ".join(_cell(row[k]) for k in ("train_loss_final", "train_loss_best", "val_loss_final", "val_loss_best", "steps"))
-            + " |"
-        )
+        cells = [md_escape(_cell(row["config"].get(k))) for k in settings] + [_cell(row[k]) for k in stats]
+        lines.append(f"| {md_escape(row['run'])} | {STATUS_MARK.get(row['status'], '')} {row['status']} | {top} | " + " | ".join(cells) + " |")
+    if len(report.swept) > MD_SETTINGS:
+        lines += ["", f"{len(report.swept) - MD_SETTINGS} more swept settings in the JSON report's `audit.table`."]
     return "\n".join(lines)
 
 
@@ -92,6 +96,8 @@ def sections(report: AuditReport, quiet: bool = False, table: bool = True) -> li
 
 
 STAT_COLUMNS = (("train_loss_final", "train"), ("val_loss_final", "val"), ("val_loss_best", "best val"), ("steps", "steps"))
+#: Room a run name keeps before a swept setting's column is given up for it.
+MIN_NAME_ROOM = 16
 
 
 def runs_table(report: AuditReport, quiet: bool = False, width: int = 80) -> Table:
@@ -99,25 +105,39 @@ def runs_table(report: AuditReport, quiet: bool = False, width: int = 80) -> Tab
 
     Below 100 columns the status shrinks to its mark (the counts line above
     spells the words out) and run names are cut in the middle, so the numbers
-    never wrap or get cut.
+    never wrap or get cut. Swept settings (linked ones first) get columns while
+    the run name keeps `MIN_NAME_ROOM` characters.
     """
     rows = [r for r in report.table() if not (quiet and r["status"] == "healthy")]
     narrow = width < 100
-    cells = [[_cell(r[k]) for k, _ in STAT_COLUMNS] for r in rows]
-    fixed = sum(
-        max([len(label)] + [len(c[i]) for c in cells]) for i, (_, label) in enumerate(STAT_COLUMNS)
-    ) + max([len("top finding")] + [len(r["top"] or "") for r in rows]) + (1 if narrow else 10)
-    run_room = max(12, width - fixed - 2 * (len(STAT_COLUMNS) + 2))
+
+    def column_width(label: str, cells: list[str]) -> int:
+        return max([len(label)] + [len(c) for c in cells]) + 2
+
+    stats = [[_cell(r[k]) for r in rows] for k, _ in STAT_COLUMNS]
+    used = sum(column_width(label, cells) for (_, label), cells in zip(STAT_COLUMNS, stats))
+    used += column_width("top finding", [r["top"] or "" for r in rows]) + (3 if narrow else 12)
+    settings: list[tuple[str, list[str]]] = []
+    for key in report.swept:
+        cells = [_cell(r["config"].get(key)) for r in rows]
+        if width - used - column_width(key, cells) < MIN_NAME_ROOM:
+            break
+        settings.append((key, cells))
+        used += column_width(key, cells)
+    run_room = max(12, width - used - 2)
     table = Table(box=None, pad_edge=False, header_style="bold", caption="loss columns: final train, final val, best val")
     table.add_column("run", no_wrap=True, overflow="ellipsis")
     table.add_column("" if narrow else "status", no_wrap=True)
     table.add_column("top finding", no_wrap=True)
+    for key, _ in settings:
+        table.add_column(key, justify="right", no_wrap=True, overflow="ellipsis")
     for _, label in STAT_COLUMNS:
         table.add_column(label, justify="right", no_wrap=True)
-    for row, numbers in zip(rows, cells):
+    for i, row in enumerate(rows):
         mark = STATUS_MARK.get(row["status"], "")
         status = mark if narrow else f"{mark} {row['status']}"
-        table.add_row(middle_ellipsis(row["run"], run_room), status, row["top"] or "", *numbers)
+        cells = [c[i] for _, c in settings] + [c[i] for c in stats]
+        table.add_row(middle_ellipsis(row["run"], run_room), status, row["top"] or "", *cells)
     return table
 
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..model import SEVERITY_RANK, Diagnosis, _jsonable
+from ..naming import natural_key
 from .links import Link
-from .result import RunResult
+from .result import STAT_KEYS, RunResult
 
 STATUS_ORDER = {"critical": 0, "warning": 1, "healthy": 2}
 
@@ -23,7 +25,7 @@ def severity_key(r: RunResult) -> tuple:
         STATUS_ORDER.get(r.status, 9),
         SEVERITY_RANK.get(top["severity"], 9) if top else 9,
         -(top["confidence"] if top else 0.0),
-        r.run,
+        natural_key(r.run),
     )
 
 
@@ -40,6 +42,34 @@ def best_run(results: list[RunResult], rank_by: str = "final") -> tuple[RunResul
         if scored:
             return min(scored, key=lambda r: (r.stats[key], r.run)), key
     return None, None
+
+
+#: With more runs than this, a text setting whose every run has its own value is an identifier
+#: (an output folder, a run name, a timestamp), not a setting that was swept.
+IDENTIFIER_FROM = 3
+
+
+def swept_settings(results: list[RunResult], linked: list[str] = ()) -> list[str]:
+    """The settings a sweep varied: config keys with at least two values among the runs that set them.
+
+    Linked settings come first (in link order), then the rest in natural order. A text key
+    with a different value in every one of more than `IDENTIFIER_FROM` runs names the run
+    rather than configures it, and is left out.
+    """
+    values: dict[str, list[Any]] = {}
+    for r in results:
+        for key, value in r.params.items():
+            values.setdefault(key, []).append(value)
+    swept = []
+    for key, vs in values.items():
+        distinct = {repr(v) for v in vs}
+        if len(distinct) < 2:
+            continue
+        if len(vs) > IDENTIFIER_FROM and len(distinct) == len(vs) and all(isinstance(v, str) for v in vs):
+            continue
+        swept.append(key)
+    first = [k for k in dict.fromkeys(linked) if k in swept]
+    return first + sorted((k for k in swept if k not in first), key=natural_key)
 
 
 @dataclass
@@ -68,6 +98,11 @@ class AuditReport:
         counts = Counter(c for r in self.results for c in {f["code"] for f in r.findings})
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
+    @cached_property
+    def swept(self) -> list[str]:
+        """Config keys that differ across runs, the settings the links found first."""
+        return swept_settings(self.results, [c.param for link in self.links for c in link.conditions])
+
     @property
     def best(self) -> tuple[RunResult | None, str | None]:
         return best_run(self.results, self.rank_by)
@@ -86,7 +121,8 @@ class AuditReport:
                     "status": r.status,
                     "top": top["code"] if top else None,
                     "top_title": top["title"] if top else None,
-                    **{k: r.stats.get(k) for k in ("train_loss_final", "train_loss_best", "val_loss_final", "val_loss_best", "steps")},
+                    **{k: r.stats.get(k) for k in STAT_KEYS},
+                    "config": dict(r.params),
                 }
             )
         return rows
@@ -101,7 +137,8 @@ class AuditReport:
             "by_code": self.by_code,
             "best": None if best is None else {"run": best.run, "metric": metric, "value": _jsonable(best.stats[metric])},
             "links": [link.to_json() for link in self.links],
-            "table": [{k: _jsonable(v) for k, v in row.items()} for row in self.table()],
+            "swept": list(self.swept),
+            "table": [_jsonable(row) for row in self.table()],
             "errors": list(self.errors),
             "stats": dict(self.stats),
         }

@@ -16,27 +16,20 @@ from .summary import AuditReport
 from .tasks import Task, is_url, plan
 from .worker import TaskOutput
 
-CACHE_FOLDER = ".logdoctor-cache"
+def user_cache_home() -> Path:
+    """The user's cache folder (XDG: `$XDG_CACHE_HOME`, else `~/.cache`)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 
 
 def default_cache_dir(path: str | os.PathLike) -> Path:
-    """`.logdoctor-cache/` under the audited folder (beside a file; in the working folder for URLs).
+    """`<user cache>/logdoctor/audit/<key>/`, one folder per audited path (its absolute form, or the URL).
 
-    Where that folder cannot be written (a read-only share), the user cache
-    folder is used instead, one subfolder per audited path.
+    Never inside the audited folder: a cache written there shows in `git status`,
+    travels with copies of the sweep and fails on read-only shares.
     """
-    if is_url(path):
-        return Path.cwd() / CACHE_FOLDER
-    p = Path(path)
-    folder = (p if p.is_dir() else p.parent) / CACHE_FOLDER
-    try:
-        folder.mkdir(exist_ok=True)
-        if os.access(folder, os.W_OK):
-            return folder
-    except OSError:
-        pass
-    key = hashlib.sha1(str(p.resolve()).encode()).hexdigest()[:16]
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "logdoctor" / "audit" / key
+    where = str(path) if is_url(path) else str(Path(path).resolve())
+    key = hashlib.sha1(where.encode()).hexdigest()[:16]
+    return user_cache_home() / "logdoctor" / "audit" / key
 
 
 def _plan(path: str | os.PathLike, absolute: bool) -> list[Task]:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..model import SEVERITY_RANK, Finding, RunDiagnosis, Series
-from ..naming import middle_ellipsis  # noqa: F401 - the audit's table cuts names with it
+from ..naming import middle_ellipsis, natural_key  # noqa: F401 - the audit's table cuts names with middle_ellipsis
 from ..numbers import fmt_num, percent
 from ..view import RunView
 from .evidence import PAIRS, term
@@ -222,7 +222,7 @@ def by_severity(runs: list[RunDiagnosis]) -> list[RunDiagnosis]:
             VERDICT_RANK.get(verdict(rd), 9),
             SEVERITY_RANK.get(top.severity, 9) if top else 9,
             -(top.confidence if top else 0.0),
-            rd.run.name,
+            natural_key(rd.run.name),
         )
 
     return sorted(runs, key=key)
