@@ -307,6 +307,17 @@ def test_scaler_halving_toward_one_fires():
     assert f.severity == "critical" and f.confidence > 0.9
 
 
+def test_scaler_range_starts_where_the_scale_leaves_its_peak_for_good():
+    """The finding's range is where the problem is: a scale that sat at its peak for the first 600 steps
+    (halved once and grew back) and then fell for good is marked from its last step at the peak, 590, not from step 0."""
+    steps = np.arange(0, STEPS, 10)
+    log2 = np.where(steps < 600, 16 - (steps == 300), 15 - (steps - 600) // 60).astype(float)
+    loss = noisy(0.5 + 1.8 * np.exp(-np.minimum(np.arange(STEPS), 700) / 150), 0.02, 31)
+    view = make_view({"train_loss": (np.arange(STEPS), loss), "loss_scale": (steps, 2.0**log2)})
+    [f] = ScalerCollapse().check(view)
+    assert f.steps == (590, 1990)
+
+
 def test_scaler_low_but_still_learning_is_silent():
     """A scale that settled low (large activations) while the loss keeps falling: steps still happen."""
     steps = np.arange(0, STEPS, 10)

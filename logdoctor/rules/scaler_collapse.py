@@ -70,6 +70,8 @@ class ScalerCollapse(Rule):
             return self._below_any_start(scale, ok)
         steps, log2 = scale.steps[ok], np.log2(scale.values[ok])
         peak_i = int(np.argmax(log2))
+        # the problem starts where the scale leaves its peak for good, not where the peak was first reached
+        leaves_peak_i = int(np.flatnonzero(log2 >= log2[peak_i])[-1])
         drop = float(log2[peak_i] - log2[-1])
         above_min = float(log2[-1] - np.min(log2))
         if (
@@ -97,7 +99,7 @@ class ScalerCollapse(Rule):
                     f"AMP loss scale fell {drop:.0f} halvings from its peak {2 ** log2[peak_i]:.4g} "
                     f"to {2 ** log2[-1]:.4g}: optimizer steps are being skipped"
                 ),
-                steps=(int(steps[peak_i]), int(steps[-1])),
+                steps=(int(steps[leaves_peak_i]), int(steps[-1])),
                 confidence=confidence,
                 evidence={
                     "scale_peak": float(2 ** log2[peak_i]),
