@@ -423,8 +423,9 @@ def audit(
 ) -> None:
     """Triage a sweep: diagnose every run in parallel, summarise, link failures to hyperparameters.
 
-    Reports carry no plots (workers send back findings, not curves); `logdoctor
-    analyze RUN` draws them for a run of interest.
+    Workers send back findings and each run's loss thinned to 200 points, never the logs: the HTML page
+    overlays those curves and plots the outcome against the linked setting; Markdown and terminal reports
+    carry no plots (`logdoctor analyze RUN` draws every panel of a run of interest).
     """
     from .audit import audit as run_audit
     from .audit.executor import SchedulerError
@@ -458,6 +459,12 @@ def audit(
             print(f"wrote {output}: {len(report.results)} runs", file=sys.stderr)
         else:
             sys.stdout.write(_trimmed(lambda console: print_terminal(console, report, quiet), like=_console()))
+    elif fmt == OutputFormat.html:
+        from .audit.page import render_page
+
+        _write(render_page(report, quiet), output)
+        if output is not None:
+            print(f"wrote {output}: {len(report.results)} runs", file=sys.stderr)
     else:
         # --details asks for the findings: with -q, those of the runs with a problem
         style = Style(quiet and not details, verbose, True, config.source, skip_healthy=quiet)

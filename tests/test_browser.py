@@ -241,3 +241,150 @@ def test_sample_runs_report_in_the_browser(tmp_path):
     assert seen["resources"] == [] and seen["errors"] == []
     assert seen["cards"] >= 1 and seen["canvases"] >= 1 and seen["overlay"] >= 1
     assert seen["closed"] >= 1 and seen["closedDrawn"] == 0  # a closed card's charts wait until it is opened
+
+
+#: For the audit page: the sweep table's columns and sorting, then its two charts worked with the mouse.
+AUDIT_PROBE = """<script>
+window.__errors = [];
+window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
+window.alert = function () { window.__alerted = true; };
+function mouse(target, type, x, y, extra) {
+  target.dispatchEvent(new MouseEvent(type, Object.assign({ bubbles: true, cancelable: true, view: window,
+    clientX: x, clientY: y, movementX: 1, button: 0, buttons: type === "mouseup" ? 0 : 1 }, extra || {})));
+}
+function report(seen) {
+  var text = JSON.stringify(seen);
+  if (parent !== window) parent.postMessage(text, "*");
+  var out = document.createElement("pre"); out.id = "probe"; out.textContent = text; document.body.appendChild(out);
+}
+window.addEventListener("load", function () {
+  var table = document.querySelector("table.sweep"), ths = Array.from(table.querySelectorAll("th"));
+  var names = function () { return Array.from(table.tBodies[0].rows).map(function (r) { return r.cells[0].textContent; }); };
+  var col = function (label) { var i = ths.findIndex(function (t) { return t.textContent.trim() === label; });
+                               return Array.from(table.tBodies[0].rows).map(function (r) { return r.cells[i].textContent; }); };
+  var seen = { resources: performance.getEntriesByType("resource").map(function (e) { return e.name; }),
+               width: document.documentElement.scrollWidth, viewport: document.documentElement.clientWidth,
+               images: document.querySelectorAll("img").length,
+               headers: ths.map(function (t) { return t.textContent.trim(); }), atLoad: names() };
+  ths[0].click(); seen.byName = names();
+  ths.find(function (t) { return t.textContent.trim() === "lr"; }).click(); seen.byLr = col("lr");
+  var data = JSON.parse(document.getElementById("sweep-data").textContent);
+  var inside = function (id) { return window.logdoctorCharts.find(function (c) { return document.getElementById(id).contains(c.el); }); };
+  var outcome = inside("sweep-outcome"), curves = inside("sweep-curves");
+  seen.canvases = [document.querySelectorAll("#sweep-outcome canvas").length, document.querySelectorAll("#sweep-curves canvas").length];
+  if (!outcome || !curves) { seen.errors = window.__errors; return report(seen); }
+  var at = function (u, x, y) { var r = u.over.getBoundingClientRect(); return [r.left + u.valToPos(x, "x"), r.top + u.valToPos(y, "y")]; };
+  // hover the lowest final loss in the outcome chart
+  var run = data.runs.filter(function (r) { return r.x !== null && r.final !== null; })
+                     .sort(function (a, b) { return a.final - b.final; })[0];
+  var p = at(outcome.u, run.x, run.final); mouse(outcome.u.over, "mousemove", p[0], p[1]);
+  seen.outcomeRun = run.name;
+  setTimeout(function () {
+    seen.outcomeReadout = outcome.readout.textContent;
+    // hover a point of one run's curve, then click it: its card opens
+    var u = curves.u, id = data.runs[data.runs.length - 1].id, line = null;
+    JSON.parse(document.getElementById("chart-" + id.slice(4)).textContent).panels[0].lines.forEach(function (l) { if (!line && l.key === "train loss") line = l; });
+    var xs = [], s = 0; line.dx.forEach(function (d) { xs.push(s += d); });
+    var k = line.y.length >> 1; p = at(u, xs[k], line.y[k]);
+    mouse(u.over, "mousemove", p[0], p[1]);
+    setTimeout(function () {
+      seen.curveReadout = curves.readout.textContent;
+      // the curves of runs alike lie on one another: the readout names the nearest, whose card a click opens
+      var named = data.runs.find(function (r) { return r.name === seen.curveReadout.split(" · ")[0]; });
+      var det = named && document.getElementById(named.id).querySelector("details");
+      if (det) {  // a click as a person makes one: press and release in place (uPlot swallows the click ending a drag)
+        det.open = false;
+        ["mousedown", "mouseup", "click"].forEach(function (type) { mouse(u.over, type, p[0], p[1]); });
+        seen.opened = det.open;
+      }
+      var r = u.over.getBoundingClientRect(), full = [u.scales.x.min, u.scales.x.max];
+      var steps = [
+        function () { mouse(u.over, "mousedown", r.left + 0.2 * r.width, r.top + r.height / 2); },
+        function () { mouse(u.over, "mousemove", r.left + 0.4 * r.width, r.top + r.height / 2); },
+        function () { mouse(u.over, "mouseup", r.left + 0.4 * r.width, r.top + r.height / 2); },
+        function () { seen.full = full; seen.zoomed = [curves.u.scales.x.min, curves.u.scales.x.max];
+                      u.over.dispatchEvent(new MouseEvent("dblclick", { bubbles: true })); },
+        function () { seen.reset = [curves.u.scales.x.min, curves.u.scales.x.max];
+                      var distr = curves.u.scales.y.distr; curves.el.querySelector(".scale-toggle").click();
+                      seen.toggled = [distr, curves.u.scales.y.distr];
+                      seen.errors = window.__errors; seen.alerted = !!window.__alerted; report(seen); },
+      ];
+      (function next(i) { if (i < steps.length) { steps[i](); setTimeout(function () { next(i + 1); }, 30); } })(0);
+    }, 30);
+  }, 30);
+});
+</script>"""
+
+IMG = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def audit_page(tmp_path, monkeypatch) -> tuple[str, list[str]]:
+    """`logdoctor audit -f html` of a small lr sweep: trial_1 ... trial_11 and a run folder named like an <img> tag."""
+    from test_audit import write_run
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    root = tmp_path / "sweep"
+    names = [f"trial_{i}" for i in range(1, 12)] + [IMG]
+    for i, name in enumerate(names):
+        write_run(root / name, lr=(1e-3, 3e-3, 1e-2, 3e-2)[i % 4], seed=i, steps=300)
+    out = tmp_path / "audit.html"
+    result = CliRunner().invoke(app, ["audit", str(root), "-f", "html", "-o", str(out), "-j", "1"])
+    assert result.exit_code == 0, result.output
+    return out.read_text(encoding="utf-8"), names
+
+
+def test_audit_page_loads_offline_with_its_table_and_charts(audit_page, tmp_path):
+    from logdoctor.naming import natural_key
+
+    html, names = audit_page
+    seen = probe(html, tmp_path, script=AUDIT_PROBE)
+    assert seen["resources"] == [] and seen["errors"] == []  # nothing fetched, no script error
+    assert not seen["alerted"] and seen["images"] == 0  # the <img> run name stayed text
+    assert seen["headers"][:3] == ["run", "status", "top finding"]
+    assert {"lr", "seed"} <= set(seen["headers"])  # the swept settings are columns
+    assert "optimizer.name" not in seen["headers"]  # the same in every run: not swept
+    assert set(seen["atLoad"]) == set(names)
+    assert seen["byName"] == sorted(names, key=natural_key)  # natural order: trial_2 before trial_10
+    assert seen["byName"].index("trial_2") < seen["byName"].index("trial_10")
+    assert [float(v) for v in seen["byLr"]] == sorted(float(v) for v in seen["byLr"])
+    assert seen["canvases"][0] >= 1 and seen["canvases"][1] >= 1  # both charts drawn
+    assert seen["outcomeRun"] in seen["outcomeReadout"]  # hovering a point names its run
+    assert seen["curveReadout"].split(" · ")[0] in names  # ... and hovering a curve
+    assert seen["opened"]  # a click on the curve opens that run's card
+    lo, hi = seen["full"]
+    z_lo, z_hi = seen["zoomed"]
+    assert lo < z_lo < z_hi < hi and z_hi - z_lo < 0.5 * (hi - lo)  # a drag zooms the overlay in
+    assert seen["reset"] == [lo, hi]  # double-click resets
+    assert seen["toggled"][0] != seen["toggled"][1]  # log <-> linear
+
+
+def test_audit_page_fits_a_400px_phone(audit_page, tmp_path):
+    html, names = audit_page
+    seen = probe(html, tmp_path, width=400, script=AUDIT_PROBE)
+    assert seen["viewport"] == 400
+    assert seen["width"] <= 400, seen  # the wide table scrolls in its own frame, the page does not
+    assert seen["errors"] == [] and seen["canvases"][0] >= 1 and seen["canvases"][1] >= 1
+
+
+def test_audit_page_of_a_big_sweep_draws_every_curve(tmp_path):
+    """1,000 runs x 200 points of train loss: the page's script must not choke on 200,000 values (no spread of
+    them into one call's arguments, which overflows the stack: it did, and this page drew no chart)."""
+    from logdoctor.audit.page import render_page
+    from logdoctor.audit.result import RunResult, thin_curve
+    from logdoctor.audit.summary import AuditReport
+
+    steps = np.arange(2000)
+    runs = []
+    for i in range(1000):
+        lr = (1e-4, 1e-3, 1e-2, 1e-1)[i % 4]
+        loss = 2.3 * np.exp(-steps * lr) + 0.1 + 0.01 * np.sin(steps * (i + 1))
+        stats = {"train_loss_final": float(loss[-1]), "train_loss_best": float(loss.min()), "val_loss_final": float(loss[-1]),
+                 "val_loss_best": float(loss.min()), "steps": 1999}
+        curves = {"train_loss": thin_curve(steps, loss), "val_loss": thin_curve(steps[::10], loss[::10] * 1.1)}
+        runs.append(RunResult(run=f"run{i}", path=f"/sweep/run{i}", format="csv", roles={"train_loss": "loss", "val_loss": "val_loss"},
+                              status="healthy", findings=[], params={"lr": lr}, stats=stats, curves=curves))
+    seen = probe(render_page(AuditReport(root="sweep", results=runs, errors=[], links=[])), tmp_path, script=AUDIT_PROBE)
+    assert seen["errors"] == [] and seen["canvases"] == [1, 1]
+    assert re.match(r"run\d+ · lr = ", seen["outcomeReadout"])  # runs alike overlap: the readout names one of them
+    assert re.match(r"run\d+ · lr = ", seen["curveReadout"])

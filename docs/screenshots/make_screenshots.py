@@ -1,4 +1,4 @@
-"""Regenerate the screenshots of the README and docs/reports.md (needs Chromium on PATH).
+"""Regenerate the screenshots of the README, docs/reports.md and docs/audit.md (needs Chromium on PATH).
 
     python docs/screenshots/make_screenshots.py
 
@@ -11,7 +11,10 @@
 * html-card-1400.png / html-card-400.png: the report of the overfit run alone, its
   card open (charts with the finding's marks) at 1400 and 400 px;
 * html-compare-1400.png / html-compare-400.png: the showcase report's index and
-  "Compare runs" (train loss of its runs overlaid) at 1400 and 400 px.
+  "Compare runs" (train loss of its runs overlaid) at 1400 and 400 px;
+* audit-1400.png / audit-400.png: the page of `logdoctor audit lr-sweep/ -f html`
+  on a 24-run sweep made by `benchmarks/gen_sweep.py --seeds 1` (real SGD
+  trainings: the outcome against lr, the loss curves coloured by lr, the table).
 Shots start at the top of the page (a scrolled headless shot can come out half
 painted). Chromium's window is at least 500 px wide, so the 400 px shots load
 the page in a 400 px iframe and keep its width.
@@ -100,6 +103,18 @@ def terminal(args: list[str], png: Path, tmp: Path) -> None:
     shoot(svg, png, (1180, 60 + 21 * lines), tmp)
 
 
+def audit_page(tmp: Path) -> None:
+    """Generate a small real sweep, audit it as a user does (`logdoctor audit lr-sweep/ -f html`) and photograph the page."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp / "cache")}
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gen_sweep.py"), str(tmp / "lr-sweep"), "--seeds", "1"],
+                   check=True, capture_output=True, env=env)
+    page = tmp / "audit.html"
+    subprocess.run([sys.executable, "-m", "logdoctor", "audit", "lr-sweep/", "-f", "html", "-o", str(page), "-j", "1"],
+                   cwd=tmp, check=True, capture_output=True, env=env)
+    for width, height in ((1400, 1250), (400, 1700)):
+        shoot(page, HERE / f"audit-{width}.png", (width, height), tmp)
+
+
 def main() -> None:
     diagnosis = analyze(SAMPLES)
     diagnosis.runs = showcase(diagnosis.runs)
@@ -116,9 +131,10 @@ def main() -> None:
             shoot(one, HERE / f"html-card-{width}.png", (width, height), tmp)
             shoot(page, HERE / f"html-compare-{width}.png", (width, height), tmp)
 
+        audit_page(tmp)
         for name, args in TERMINAL.items():
             terminal(args, HERE / name, tmp)
-    print("wrote", *sorted(HERE.glob("html-*.png")), *(HERE / name for name in TERMINAL))
+    print("wrote", *sorted(HERE.glob("html-*.png")), *sorted(HERE.glob("audit-*.png")), *(HERE / name for name in TERMINAL))
 
 
 if __name__ == "__main__":

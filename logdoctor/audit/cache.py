@@ -23,7 +23,9 @@ from .result import RunResult
 from .tasks import Task
 from .worker import TaskOutput
 
-CACHE_FORMAT = 1
+#: The shape of a stored result; bumped when `RunResult` changes (2: thinned loss curves), so older
+#: entries read as misses and are re-read rather than loaded without their new fields.
+CACHE_FORMAT = 2
 
 
 def config_hash(config) -> str:
@@ -34,7 +36,7 @@ def config_hash(config) -> str:
 
 
 #: Parts of logdoctor that never change a run's result (rendering, replay, the CLI).
-_NOT_IN_RESULTS = ("report", "replay", "cli.py", "ruledocs.py", "__main__.py", "audit/render.py")
+_NOT_IN_RESULTS = ("report", "replay", "cli.py", "ruledocs.py", "__main__.py", "audit/render.py", "audit/page.py")
 
 
 @cache

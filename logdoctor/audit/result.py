@@ -5,8 +5,10 @@ scalar table back: for a 1,000-run sweep that would be most of the data read.
 `RunResult` keeps only what the audit report needs: the run's identity, its
 roles, status and findings (already in their JSON shape), its flattened
 hyperparameters for the link analysis, and a handful of loss statistics for
-the per-run table. It is plain data (dicts, strings, numbers), so it pickles
-cheaply and round-trips through the JSON cache unchanged.
+the per-run table, and its train and validation loss thinned to at most
+`CURVE_POINTS` points each (`curves`), which the audit's HTML page overlays
+and draws in each run's card. It is plain data (dicts, strings, numbers), so
+it pickles cheaply and round-trips through the JSON cache unchanged.
 """
 from __future__ import annotations
 
@@ -16,10 +18,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ..model import Finding, Run, RunDiagnosis
+from ..model import Finding, Run, RunDiagnosis, tidy
 
 #: Statistics kept per run for the audit table (None when the run does not log the role).
 STAT_KEYS = ("train_loss_final", "train_loss_best", "val_loss_final", "val_loss_best", "steps")
+#: Points kept per loss curve (min and max of CURVE_POINTS / 2 buckets, so spikes survive): about 2 KB
+#: of JSON per run (train + validation, on gen_sweep's runs), enough for an overlay of every run or a card's loss panel.
+CURVE_POINTS = 200
+#: Significant digits kept per curve value (as the HTML report's charts).
+CURVE_DIGITS = 4
 
 
 @dataclass
@@ -33,6 +40,8 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
+    #: role -> {"steps": [...], "values": [...]}: the thinned train_loss / val_loss (`thin_curve`).
+    curves: dict[str, dict[str, list]] = field(default_factory=dict)
 
     @classmethod
     def from_diagnosis(cls, rd: RunDiagnosis) -> "RunResult":
@@ -46,6 +55,7 @@ class RunResult:
             warnings=list(rd.run.warnings),
             params=flatten_params(rd.run.config),
             stats=loss_stats(rd.run, rd.roles),
+            curves=loss_curves(rd.run, rd.roles),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -77,8 +87,16 @@ class RunResult:
         return self.findings[0] if self.findings else None
 
     def to_run_diagnosis(self) -> RunDiagnosis:
-        """A RunDiagnosis for the shared renderers (no scalars: renderers draw from findings)."""
+        """A RunDiagnosis for the shared renderers; its scalars are the thinned loss curves (all a card draws)."""
         run = Run(name=self.run, path=self.path, format=self.format, config=dict(self.params), warnings=list(self.warnings))
+        parts = [
+            pl.DataFrame({"metric": [self.roles[role]] * len(c["steps"]), "step": c["steps"], "value": c["values"]},
+                         schema={"metric": pl.Utf8, "step": pl.Int64, "value": pl.Float64})
+            for role, c in self.curves.items()
+            if self.roles.get(role)
+        ]
+        if parts:
+            run.scalars = tidy(pl.concat(parts))
         findings = [
             Finding(
                 code=f["code"],
@@ -119,6 +137,37 @@ def loss_stats(run: Run, roles: dict[str, str]) -> dict[str, Any]:
         out[f"{role}_best"] = float(finite.min()) if len(finite) else None
     out["steps"] = None if scalars.is_empty() else int(scalars.get_column("step").max())
     return out
+
+
+def loss_curves(run: Run, roles: dict[str, str]) -> dict[str, dict[str, list]]:
+    """The run's train and validation loss, each thinned by `thin_curve` (roles it does not log are left out)."""
+    out = {}
+    scalars = run.scalars
+    for role in ("train_loss", "val_loss"):
+        name = roles.get(role)
+        part = scalars.filter(pl.col("metric") == name) if name and not scalars.is_empty() else None
+        if part is not None and not part.is_empty():
+            out[role] = thin_curve(part.get_column("step").to_numpy(), part.get_column("value").to_numpy())
+    return out
+
+
+def thin_curve(steps: np.ndarray, values: np.ndarray, points: int = CURVE_POINTS) -> dict[str, list]:
+    """At most `points` finite points (each bucket's min and max: `plots.downsample`), values cut to
+    `CURVE_DIGITS` significant digits, plus the first non-finite point when there is one, so the
+    page still shows where a diverged run turned NaN / inf."""
+    from ..curves import first_nonfinite
+    from ..report.plots import downsample
+
+    order = np.argsort(steps, kind="stable")
+    steps, values = np.asarray(steps)[order], np.asarray(values, dtype=np.float64)[order]
+    x, y = downsample(steps, values, points)
+    out_x, out_y = [int(s) for s in x], [float(f"{v:.{CURVE_DIGITS}g}") for v in y]
+    bad = first_nonfinite(values)
+    if bad is not None:
+        at = int(np.searchsorted(out_x, int(steps[bad])))
+        out_x.insert(at, int(steps[bad]))
+        out_y.insert(at, float(values[bad]))
+    return {"steps": out_x, "values": out_y}
 
 
 _SCALARS = (bool, int, float, str)

@@ -22,9 +22,10 @@ and enters the charts as JSON text (`charts.script_json`); extra sections
 are Markdown rendered with raw HTML disabled.
 
 Public API (also used by `logdoctor audit`):
-`render_html(diagnosis, extra_sections=None, plots=True, progress=None, title="logdoctor report") -> str`.
+`render_html(diagnosis, extra_sections=None, plots=True, progress=None, title="logdoctor report", index=None) -> str`.
 `extra_sections` is a list of `(title, markdown body)` shown after the header,
-before the index (the same sections the Markdown report takes).
+before the index (the same sections the Markdown report takes); `index` replaces
+the run index (the audit's page: `audit/page.py`).
 """
 from __future__ import annotations
 
@@ -126,7 +127,22 @@ details.config td{padding:0 12px 0 0;overflow-wrap:anywhere}
 .extra{background:#fff;border:1px solid var(--line);border-radius:6px;padding:4px 16px;margin:12px 0;overflow-x:auto}
 .extra table{border-collapse:collapse}.extra td,.extra th{border:1px solid var(--line);padding:3px 8px}
 svg.spark{vertical-align:middle}
-@media (max-width:700px){.cols{grid-template-columns:minmax(0,1fr)}main{padding:12px 10px 40px}.body{padding:0 10px 12px}
+.sweep-charts{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:14px}
+.sweep-chart{background:#fff;border:1px solid var(--line);border-radius:6px;padding:6px 12px 8px;min-width:0}
+.sweep-chart h3{font-size:14px;margin:4px 0 6px;overflow-wrap:anywhere}
+.readout{min-height:2.9em;font-size:12.5px;color:var(--mute);overflow-wrap:anywhere}
+ul.marks .sw.dot{width:9px;height:9px;border:0;border-radius:50%}
+ul.marks .sw.ring{width:9px;height:9px;border:1.6px solid;border-radius:50%;background:transparent!important}
+ul.marks .sw.cross{width:auto;height:auto;border:0;background:transparent!important;font-weight:700}ul.marks .sw.cross:before{content:"×"}
+table.sweep{border-collapse:separate;border-spacing:0;background:#fff;border:1px solid var(--line);font-size:13px;min-width:100%}
+table.sweep th,table.sweep td{padding:4px 8px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
+table.sweep th{cursor:pointer;user-select:none;background:#eef0f3;font-size:12px;letter-spacing:.02em}
+table.sweep th:after{content:" ⇅";color:#aab}
+table.sweep .num{text-align:right;font-variant-numeric:tabular-nums}
+table.sweep .run{position:sticky;left:0;z-index:1;background:#fff;border-right:1px solid var(--line)}
+table.sweep th.run{background:#eef0f3}
+table.sweep a{color:var(--ink)}
+@media (max-width:700px){.cols,.sweep-charts{grid-template-columns:minmax(0,1fr)}table.sweep .run{white-space:normal;overflow-wrap:anywhere;min-width:7em;max-width:10em}table.sweep .status .word{display:none}main{padding:12px 10px 40px}.body{padding:0 10px 12px}
 table.index .wide,table.index .status .word{display:none}
 table.index,table.index thead,table.index tbody{display:block}
 table.index tr{display:flex;flex-wrap:wrap;align-items:baseline;border-bottom:1px solid var(--line)}
@@ -314,8 +330,12 @@ def render_html(
     plots: bool = True,
     progress: Callable[[int, int], None] | None = None,
     title: str = "logdoctor report",
+    index: Callable[[dict[str, str]], str] | None = None,
 ) -> str:
-    """The whole report as one HTML document (runs in severity order, each with its charts unless `plots` is False)."""
+    """The whole report as one HTML document (runs in severity order, each with its charts unless `plots` is False).
+
+    `index`, when given, draws what stands in place of the run index (the audit's sweep table and charts):
+    it is handed each run's card anchor by run name (`{"lr0.1/seed0": "run-3"}`) to link rows to cards."""
     ordered = by_severity(diagnosis.runs)
     ids = {id(rd): i for i, rd in enumerate(ordered, 1)}
     many = len(ordered) > EXPAND_ALL_UP_TO
@@ -347,7 +367,11 @@ def render_html(
             else ""
         )
         + _extra(extra_sections or [])
-        + (f"<h2>Runs</h2>{_index(diagnosis, ids)}" if diagnosis.runs else f"<p>No training runs found under {escape(diagnosis.root)}.</p>")
+        + (
+            (index({rd.run.name: f"run-{i}" for i, rd in enumerate(ordered, 1)}) if index else f"<h2>Runs</h2>{_index(diagnosis, ids)}")
+            if diagnosis.runs
+            else f"<p>No training runs found under {escape(diagnosis.root)}.</p>"
+        )
         + _compare(ordered, specs, open_=not many)
         + "".join(sections)
         + errors

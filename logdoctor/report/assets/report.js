@@ -4,6 +4,8 @@
  * a log/linear toggle per panel, TensorBoard-style EMA smoothing (the raw line stays faint behind), the
  * findings' evidence drawn over the data (bands, vertical marks, level lines, points, ticks).
  * "Compare runs" overlays one metric of several runs on one chart.
+ * The audit's page (audit/page.py) adds its sweep: the outcome of every run against a setting, every run's loss
+ * overlaid and coloured by that setting, and a sortable table linking each run to its card.
  * Every log-derived string comes from JSON and enters the page as text (textContent), never as markup. */
 (function () {
   "use strict";
@@ -297,6 +299,26 @@
     if (det.open) build();
   }
 
+  /* A click on a header sorts the table by that column, again to reverse: numbers by their data-sort key,
+   * text in natural order. `before` runs first (rows still to unfold), `after` last (rows to hide). */
+  function sortable(table, before, after) {
+    var tb = table.tBodies[0];
+    table.querySelectorAll("th").forEach(function (th, col) {
+      th.addEventListener("click", function () {
+        if (before) before();
+        var asc = th.dataset.dir !== "asc"; th.dataset.dir = asc ? "asc" : "desc";
+        var sorted = Array.from(tb.rows);
+        sorted.sort(function (a, b) {
+          var x = a.cells[col].dataset.sort || a.cells[col].textContent, y = b.cells[col].dataset.sort || b.cells[col].textContent;
+          var nx = parseFloat(x), ny = parseFloat(y), c = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y, undefined, { numeric: true });
+          return asc ? c : -c;
+        });
+        sorted.forEach(function (r) { tb.appendChild(r); });
+        if (after) after();
+      });
+    });
+  }
+
   /* Markup kept as raw text until wanted (report/html.py `_later`): put in place of its holder. */
   function unfold(holder) {
     if (!holder) return;
@@ -332,25 +354,276 @@
       });
       find.addEventListener("input", function () { everything(); q = find.value.toLowerCase(); limit(); });
     }
-    table.querySelectorAll("th").forEach(function (th, col) {
-      th.addEventListener("click", function () {
-        everything();
-        var asc = th.dataset.dir !== "asc"; th.dataset.dir = asc ? "asc" : "desc";
-        var sorted = Array.from(tb.rows);
-        sorted.sort(function (a, b) {
-          var x = a.cells[col].dataset.sort || a.cells[col].textContent, y = b.cells[col].dataset.sort || b.cells[col].textContent;
-          var nx = parseFloat(x), ny = parseFloat(y), c = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y, undefined, { numeric: true });
-          return asc ? c : -c;
-        });
-        sorted.forEach(function (r) { tb.appendChild(r); });
-        limit();
-      });
-    });
-    // a link to a run opens its card
+    sortable(table, everything, limit);
+  }
+
+  /* A link to a run (index, sweep table) opens its card. */
+  function openCard(id) {
+    var card = id && document.getElementById(id);
+    if (card) card.querySelector("details").open = true;
+    return card;
+  }
+  function setupLinks() {
     document.addEventListener("click", function (e) {
-      var a = e.target.closest && e.target.closest('a[href^="#run-"]'), card = a && document.getElementById(a.getAttribute("href").slice(1));
-      if (card) card.querySelector("details").open = true;
+      var a = e.target.closest && e.target.closest('a[href^="#run-"]');
+      if (a) openCard(a.getAttribute("href").slice(1));
     });
+  }
+
+  /* The audit's sweep (audit/page.py): the outcome of every run against a setting, every run's loss overlaid
+   * coloured by that setting, and the table. uPlot draws the axes, zoom and cursor of each chart and a plugin
+   * paints the runs (as uPlot series, every run's steps would be joined into one table: runs x steps cells).
+   * Hovering names the nearest run, a click opens its card. */
+  var STATUS_COLOR = { critical: "#c62828", warning: "#e08a00", healthy: "#2e7d32" };
+
+  /* The least and the greatest of many numbers (Math.min.apply overflows the stack past ~100,000 arguments). */
+  function extent(vs) {
+    var lo = Infinity, hi = -Infinity;
+    for (var i = 0; i < vs.length; i++) { if (vs[i] < lo) lo = vs[i]; if (vs[i] > hi) hi = vs[i]; }
+    return [lo, hi];
+  }
+  /* Log-axis ticks and grid lines: 1, 2 and 5 times the powers of ten in range (1 alone where decades are narrow). */
+  function logSplits(u, axis, min, max) {
+    var decades = Math.log10(max / min), out = [], few = decades < 3 && u.bbox.width / uPlot.pxRatio / decades > 160;
+    for (var e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
+      (few ? [1, 2, 5] : [1]).forEach(function (m) { var v = +(m * Math.pow(10, e)).toPrecision(6); if (v >= min && v <= max) out.push(v); });
+    }
+    return out;
+  }
+  /* [lo, hi] of positive (log) or all finite values at most `cap` (those above are drawn at the top edge),
+   * padded to frame the marks. */
+  function frame(values, log, cap) {
+    var vs = values.filter(function (v) { return v !== null && isFinite(v) && (!log || v > 0); });
+    var under = cap === undefined ? vs : vs.filter(function (v) { return v <= cap; });
+    if (under.length) vs = under;
+    if (!vs.length) return log ? [0.1, 10] : [0, 1];
+    var e = extent(vs), lo = e[0], hi = e[1];
+    if (log) return [lo / 1.3, hi * 1.6];  // more room on top, where what is off the chart is drawn
+    var pad = (hi - lo) * 0.06 || Math.abs(hi) * 0.1 || 1;
+    return [lo - pad, hi + 2 * pad];
+  }
+  /* max / min of the finite values at most `cap` (0 when one is not positive): how many decades a log axis would show. */
+  function spread(values, cap) {
+    var vs = values.filter(function (v) { return v !== null && isFinite(v) && (cap === undefined || v <= cap); });
+    var e = extent(vs);
+    return vs.length && e[0] > 0 ? e[1] / e[0] : 0;
+  }
+  function median(vs) {
+    var s = vs.filter(function (v) { return v !== null && isFinite(v); }).sort(function (a, b) { return a - b; });
+    return s.length ? s[s.length >> 1] : null;
+  }
+
+  /* A uPlot chart whose data `paint(u, hot, logY, yr)` draws: one invisible series spans `xs` (the x range as it is:
+   * no rounding to whole decades), y is fixed to opt.yRange(logY). `pick(u, left, top)` is the item under the cursor
+   * (CSS px in the plot), `describe` its line; `controls` go in the chart's head beside the log toggle. */
+  function paintedChart(box, opt) {
+    var head = el("div", "chart-head");
+    head.appendChild(opt.controls || el("span"));
+    var toggle = el("button", "scale-toggle", "");
+    head.appendChild(toggle);
+    var holder = el("div", "chart"), readout = el("div", "readout", opt.hint);
+    box.appendChild(head); box.appendChild(holder); box.appendChild(readout);
+    if (opt.legend) box.appendChild(opt.legend);
+    var entry = { u: null, el: box, hot: null, readout: readout }, logY = opt.logY;
+    function hover(u) {
+      var l = u.cursor.left, t = u.cursor.top;
+      var hot = l === undefined || l === null || l < 0 ? null : opt.pick(u, l, t);
+      readout.textContent = hot ? opt.describe(hot) : opt.hint;
+      if (hot !== entry.hot) { entry.hot = hot; u.redraw(false, false); }
+    }
+    function build() {
+      if (entry.u) entry.u.destroy();
+      toggle.textContent = logY ? "log scale ✓" : "log scale";
+      var yr = opt.yRange(logY), xa = opt.xAxis || {};
+      var u = new uPlot({
+        width: Math.max(240, holder.clientWidth || box.clientWidth || 600), height: HEIGHT,
+        series: [{}, { stroke: "transparent", points: { show: false } }],
+        axes: [{ stroke: "#555", grid: { stroke: "#eee" }, values: xa.values || function (u, vs) { return vs.map(tick); }, splits: xa.splits || (opt.logX ? logSplits : undefined) },
+               { stroke: "#555", grid: { stroke: "#eee" }, size: 56, values: function (u, vs) { return vs.map(tick); }, splits: logY ? logSplits : undefined }],
+        scales: { x: { time: false, distr: opt.logX ? 3 : 1, range: function (u, min, max) { return [min, max]; } },
+                  y: { distr: logY ? 3 : 1, range: function () { return yr; } } },
+        legend: { show: false },
+        cursor: { drag: { x: true, y: false }, points: { show: false } },
+        plugins: [panPlugin()],
+        hooks: { draw: [function (u) { opt.paint(u, entry.hot, logY, yr); }], setCursor: [hover] },
+      }, [opt.xs, [null, null]], holder);
+      u.over.addEventListener("click", function () { if (entry.hot && openCard(entry.hot.id)) location.hash = entry.hot.id; });
+      entry.u = u;
+    }
+    toggle.addEventListener("click", function () { logY = !logY; build(); });
+    entry.rebuild = build;
+    build();
+    charts.push(entry);
+    return entry;
+  }
+
+  function legendOf(items) {
+    var key = el("ul", "marks");
+    items.forEach(function (it) {
+      var li = el("li"), sw = el("i", "sw " + (it[2] || "dot"));
+      sw.style.borderColor = sw.style.background = sw.style.color = it[1];
+      li.appendChild(sw); li.appendChild(document.createTextNode(it[0])); key.appendChild(li);
+    });
+    return key;
+  }
+
+  /* Final (filled) and best (ring) loss of every run at its setting's value; a loss that is NaN / inf at the end,
+   * or above the chart, is a cross along its top edge. */
+  function outcomeChart(box, data) {
+    var runs = data.runs.filter(function (r) { return r.x !== null; });
+    var values = [];
+    runs.forEach(function (r) { values.push(r.final, r.best); });
+    var cap = 10 * median(values), cats = data.categories;
+    var xs = runs.map(function (r) { return r.x; });
+    var xe = extent(xs), xlo = xe[0], xhi = xe[1];
+    var span = cats ? [-0.5, cats.length - 0.5] : data.log ? [xlo / 1.6, xhi * 1.6] : [xlo - (xhi - xlo) * 0.06 - (xhi === xlo), xhi + (xhi - xlo) * 0.06 + (xhi === xlo)];
+    var placed = [];
+    function paint(u, hot, logY, yr) {
+      var ctx = u.ctx, b = u.bbox, px = uPlot.pxRatio, crosses = {};
+      placed = [];
+      ctx.save(); ctx.beginPath(); ctx.rect(b.left, b.top, b.width, b.height); ctx.clip();
+      var order = hot ? runs.filter(function (r) { return r !== hot; }).concat([hot]) : runs;
+      order.forEach(function (r) {
+        var cx = u.valToPos(r.x, "x"), color = STATUS_COLOR[r.status] || "#555", big = r === hot ? 1.6 : 1;
+        [["final", r.final], ["best", r.best]].forEach(function (m) {
+          var v = m[1];
+          if (v === null ? !(m[0] === "final" && r.nonfinite) : logY && v <= 0) return;
+          var off = v === null || v > yr[1], cy = off ? 7 : u.valToPos(v, "y");
+          var X = b.left + cx * px, Y = b.top + cy * px, R = 4.5 * px * big;
+          ctx.strokeStyle = ctx.fillStyle = color; ctx.lineWidth = 1.6 * px * big;
+          ctx.beginPath();
+          if (off) {
+            ctx.moveTo(X - R, Y - R); ctx.lineTo(X + R, Y + R); ctx.moveTo(X + R, Y - R); ctx.lineTo(X - R, Y + R); ctx.stroke();
+            var at = Math.round(cx), c = crosses[at] = crosses[at] || { X: X, Y: Y, runs: [], color: color };
+            if (c.runs.indexOf(r) < 0) c.runs.push(r);
+          }
+          else { ctx.arc(X, Y, R, 0, 2 * Math.PI); if (m[0] === "final") ctx.fill(); else ctx.stroke(); }
+          placed.push([cx, cy, r]);
+        });
+      });
+      // how many runs are off the chart at each value
+      ctx.font = (11 * px) + "px system-ui,sans-serif"; ctx.textBaseline = "middle";
+      Object.keys(crosses).forEach(function (k) {
+        var c = crosses[k];
+        if (c.runs.length < 2) return;
+        var text = String(c.runs.length), right = c.X + 7 * px + ctx.measureText(text).width <= b.left + b.width;
+        ctx.fillStyle = c.color; ctx.textAlign = right ? "left" : "right";  // beside the cross, inside the plot
+        ctx.fillText(text, right ? c.X + 7 * px : c.X - 7 * px, c.Y);
+      });
+      ctx.restore();
+    }
+    function pick(u, l, t) {
+      var best = null, dist = 14 * 14;
+      placed.forEach(function (p) { var d = (p[0] - l) * (p[0] - l) + (p[1] - t) * (p[1] - t); if (d < dist) { dist = d; best = p[2]; } });
+      return best;
+    }
+    var xAxis = cats ? { splits: function () { return cats.map(function (c, i) { return i; }); },
+                         values: function (u, vs) { return vs.map(function (v) { var c = cats[v]; return c === undefined ? "" : c.length > 12 ? c.slice(0, 11) + "…" : c; }); } } : null;
+    var legend = legendOf([["final", "#555", "dot"], ["best", "#555", "ring"], ["NaN / inf or off the chart", "#555", "cross"]]
+      .concat(Object.keys(STATUS_COLOR).map(function (s) { return [s, STATUS_COLOR[s], "dot"]; })));
+    return paintedChart(box, {
+      xs: span, logX: !cats && data.log, xAxis: xAxis, legend: legend, logY: spread(values, cap) > 100,
+      yRange: function (log) { return frame(values, log, cap); },
+      paint: paint, pick: pick,
+      hint: "hover a point for its run, click to open it · drag: zoom · double-click: reset",
+      describe: function (r) {
+        return r.name + " · " + data.setting + " = " + r.label + " · final " + (r.nonfinite ? "NaN / inf" : fmt(r.final)) + " · best " + fmt(r.best) + " · " + r.status;
+      },
+    });
+  }
+
+  /* Every run's loss (the metric picked: train or validation loss, from its card's chart data), coloured by the setting. */
+  function curvesChart(box, data) {
+    var keys = [];
+    var curves = data.runs.map(function (r) {
+      var s = r.id ? spec(r.id.slice(4)) : null, lines = {};
+      (s ? s.panels : []).forEach(function (p) { p.lines.forEach(function (l) {
+        if (!(l.key in lines)) lines[l.key] = l;
+        if (keys.indexOf(l.key) < 0 && /loss$/.test(l.key)) keys.push(l.key);
+      }); });
+      return { run: r, lines: lines };
+    });
+    if (!keys.length) { box.appendChild(el("p", "meta", "No run's loss is in this page.")); return null; }
+    keys.sort();  // "train loss" before "val loss"
+    var picker = el("select");
+    keys.forEach(function (k) { var o = el("option", "", k); o.value = k; picker.appendChild(o); });
+    var inner = el("div"), chartEntry = null, placed = [], hotAt = null;
+    box.appendChild(inner);
+    function draw() {
+      var key = picker.value, shown = curves.filter(function (c) { return c.lines[key]; });
+      var all = [], starts = [], xlo = Infinity, xhi = -Infinity;
+      shown.forEach(function (c) {
+        var l = c.lines[key], first = null;
+        l.y.forEach(function (v) { if (v !== null && isFinite(v)) { all.push(v); if (first === null) first = v; } });
+        if (first !== null) starts.push(first);
+        if (l.x.length) { xlo = Math.min(xlo, l.x[0]); xhi = Math.max(xhi, l.x[l.x.length - 1]); }
+      });
+      var cap = starts.length ? 2 * extent(starts)[1] : undefined;
+      if (xhi <= xlo) { xlo = isFinite(xlo) ? xlo - 1 : 0; xhi = xlo + 2; }
+      function paint(u, hot, logY) {
+        var ctx = u.ctx, b = u.bbox, px = uPlot.pxRatio;
+        placed = [];
+        ctx.save(); ctx.beginPath(); ctx.rect(b.left, b.top, b.width, b.height); ctx.clip();
+        ctx.lineJoin = "round";
+        var order = hot ? shown.filter(function (c) { return c.run !== hot; }).concat(shown.filter(function (c) { return c.run === hot; })) : shown;
+        order.forEach(function (c) {
+          var l = c.lines[key], ys = ema(l.y, smoothing), pts = [], on = false;
+          ctx.strokeStyle = c.run.color; ctx.globalAlpha = hot && c.run !== hot ? 0.35 : 0.85;
+          ctx.lineWidth = (c.run === hot ? 2.6 : 1.2) * px;
+          ctx.beginPath();
+          for (var i = 0; i < l.x.length; i++) {
+            var v = ys[i];
+            if (v === null || !isFinite(v) || (logY && v <= 0)) { on = false; continue; }
+            var cx = u.valToPos(l.x[i], "x"), cy = u.valToPos(v, "y");
+            pts.push(cx, cy);
+            if (on) ctx.lineTo(b.left + cx * px, b.top + cy * px); else ctx.moveTo(b.left + cx * px, b.top + cy * px);
+            on = true;
+          }
+          ctx.stroke();
+          placed.push([c, pts]);
+        });
+        ctx.restore();
+      }
+      function pick(u, l, t) {
+        var best = null, dist = 10 * 10;
+        placed.forEach(function (p) {
+          var pts = p[1];
+          for (var i = 0; i < pts.length; i += 2) {
+            var d = (pts[i] - l) * (pts[i] - l) + (pts[i + 1] - t) * (pts[i + 1] - t);
+            if (d < dist) { dist = d; best = p[0].run; hotAt = [u.posToVal(pts[i], "x"), u.posToVal(pts[i + 1], "y")]; }
+          }
+        });
+        return best;
+      }
+      inner.textContent = "";
+      if (chartEntry) charts.splice(charts.indexOf(chartEntry), 1);
+      var controls = el("label", "", "metric ");
+      controls.appendChild(picker);
+      chartEntry = paintedChart(inner, {
+        controls: controls, xs: [xlo, xhi], legend: legendOf(data.legend.map(function (it) { return [(data.setting ? data.setting + " = " : "") + it[0], it[1], "line"]; })),
+        logY: spread(all, cap) > 100,
+        yRange: function (log) { return frame(all, log, cap); },
+        paint: paint, pick: pick,
+        hint: "hover a curve for its run, click to open it · drag: zoom · double-click: reset (curves above twice the highest starting loss leave the top)",
+        describe: function (r) {
+          return r.name + (data.setting ? " · " + data.setting + " = " + (r.label || "–") : "") + " · step " + Math.round(hotAt[0]).toLocaleString("en") + " · " + key + " " + fmt(hotAt[1]) + " · " + r.status;
+        },
+      });
+    }
+    picker.addEventListener("change", draw);
+    draw();
+    return chartEntry;
+  }
+
+  function setupSweep() {
+    var node = document.getElementById("sweep-data");
+    if (!node) return;
+    var data = JSON.parse(node.textContent);
+    var table = document.querySelector("table.sweep");
+    if (table) sortable(table);
+    var outcome = document.getElementById("sweep-outcome"), curves = document.getElementById("sweep-curves");
+    if (outcome && data.runs.some(function (r) { return r.x !== null; })) outcomeChart(outcome, data);
+    if (curves) curvesChart(curves, data);
   }
 
   /* Charts follow the page width (a phone turned, a window resized). */
@@ -374,7 +647,9 @@
   }
 
   document.documentElement.classList.add("js");
+  setupLinks();
   setupIndex();
+  setupSweep();
   setupSmoothing();
   setupCards();
   setupOverlay();
