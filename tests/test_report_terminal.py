@@ -266,3 +266,10 @@ def test_every_evidence_key_the_rules_report_on_the_bundled_runs_has_words_and_d
     assert {key for code, key in used if term(key, code) is None} == set()
     docs = (SAMPLES.parent / "docs" / "json.md").read_text()
     assert [key for key in TERMS if f"`{key.split('.')[-1]}`" not in docs] == []
+
+
+def test_the_did_it_learn_judgement_is_said_by_the_headline_not_repeated_as_evidence():
+    """'learned no, why validation never got below…' after a headline that says just that is noise:
+    the keys stay in JSON, the evidence line shows the numbers only."""
+    line = evidence_text({"learned": False, "reason": "validation never got below its first evaluation", "loss_best": 0.0265})
+    assert line == "best loss level 0.0265"

@@ -22,6 +22,7 @@ Each entry: key -> (label, kind, meaning). `kind` picks the number style:
     r        a correlation / rank statistic   r = 0.96
     decades  powers of ten                    2.1 decades
     value    anything else, as it is          yes, max_grad_norm
+    title    said by the finding's headline   (JSON only: not repeated in the evidence line)
 """
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "loss_end": ("loss level at end", "level", "the loss's smoothed level at the end of the run"),
     "loss_best": ("best loss level", "level", "the lowest smoothed loss level reached"),
     # the did-it-learn judgement (logdoctor/learning.py)
-    "learned": ("learned", "value", "the did-it-learn judgement: false when the run never learned"),
-    "reason": ("why", "value", "what made the judgement: ended no lower than it started, at chance, a metric at 0, validation never improved"),
+    "learned": ("learned", "title", "the did-it-learn judgement: false when the run never learned"),
+    "reason": ("why", "title", "what made the judgement: ended no lower than it started, at chance, a metric at 0, validation never improved"),
     "level_error": ("level error", "level", "standard error of the end level minus the start level (from the point noise)"),
     "accuracy_end": ("accuracy at end", "share", "the accuracy's level at the end, compared with chance 1/K"),
     "metric": ("task metric", "value", "the task metric the judgement read"),

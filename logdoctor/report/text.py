@@ -74,7 +74,8 @@ def evidence_items(evidence: dict[str, Any], code: str | None = None) -> list[tu
 
     Keys the rules document (`report.evidence.TERMS`) get their name and number style
     (`val_relative_change` 0.84 reads "validation change from its best +84%"), known pairs
-    read "a → b"; any other key (a replay probe's) is phrased from its name.
+    read "a → b"; any other key (a replay probe's) is phrased from its name. Keys of kind
+    "title" (the did-it-learn judgement) are what the headline says, so they are left out.
     """
     used: set[str] = set()
     out: list[tuple[str, str]] = []
@@ -90,7 +91,8 @@ def evidence_items(evidence: dict[str, Any], code: str | None = None) -> list[tu
             continue
         known = term(key, code)
         if known is not None:
-            out.append((known[0], styled(value, known[1])))
+            if known[1] != "title":
+                out.append((known[0], styled(value, known[1])))
             continue
         pair = _pair_of(key, evidence)
         if pair:
