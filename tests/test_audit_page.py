@@ -115,6 +115,15 @@ def test_text_settings_are_categories_and_narrow_ones_linear():
     assert sorted({r["x"] for r in data["runs"]}) == [0, 1, 2]
 
 
+def test_a_seed_is_plotted_against_only_when_nothing_else_was_swept():
+    runs = [result(f"r{i}", seed=i % 3, optimizer=("sgd", "adam")[i % 2]) for i in range(6)]
+    assert sweep_data(AuditReport(root="x", results=runs, errors=[], links=[]), {})["setting"] == "optimizer"
+    runs = [result(f"r{i}", data_seed=i % 3, lr=(0.1, 0.01)[i % 2]) for i in range(6)]
+    assert sweep_data(AuditReport(root="x", results=runs, errors=[], links=[]), {})["setting"] == "lr"
+    runs = [result(f"r{i}", seed=i % 3) for i in range(6)]
+    assert sweep_data(AuditReport(root="x", results=runs, errors=[], links=[]), {})["setting"] == "seed"
+
+
 def test_the_page_table_has_every_swept_setting_and_escapes_log_strings(tmp_path: Path):
     names = [f"version_{i}" for i in (1, 2, 10)] + [IMG]
     runs = [result(n, "critical" if i == 3 else "healthy", lr=10.0 ** -(i + 1), note=f"<b>{i % 2}</b>") for i, n in enumerate(names)]

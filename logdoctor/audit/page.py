@@ -5,8 +5,8 @@ links (Markdown sections) and an `index` that draws, in place of the run index:
 
 * **Outcome vs a setting**: each run's final and best validation loss (train
   loss when no run logs validation) against the setting the links name (else
-  the first swept numeric setting, else the first swept one; text settings as
-  categories), on a log axis when its values span more than 10x; points
+  the first swept numeric setting, else the first swept one, a seed last; text
+  settings as categories), on a log axis when its values span more than 10x; points
   coloured by status.
 * **Loss curves**: every run's loss overlaid, coloured by that setting.
 * **The sweep table**: status, run, top finding, every swept setting, final
@@ -25,6 +25,7 @@ setting to plot, its scale, the colour of each value. The page's script
 from __future__ import annotations
 
 import math
+import re
 from html import escape
 from typing import Any
 
@@ -86,12 +87,19 @@ def sweep_markup(report: AuditReport, anchors: dict[str, str], quiet: bool = Fal
 
 
 def chosen_setting(report: AuditReport) -> str | None:
-    """The setting the charts plot against: the first linked one, else the first swept numeric one, else the first swept."""
+    """The setting the charts plot against: the first linked one, else the first swept numeric one, else the
+    first swept; a random seed only when nothing else was swept (outcome against seed shows noise, not a trend)."""
     linked = [c.param for link in report.links for c in link.conditions if c.param in report.swept]
     if linked:
         return linked[0]
     numeric = [k for k in report.swept if _numeric([r.params.get(k) for r in report.results])]
-    return (numeric or report.swept or [None])[0]
+    ordered = sorted(numeric + [k for k in report.swept if k not in numeric], key=_is_seed)  # stable: seeds last
+    return (ordered or [None])[0]
+
+
+def _is_seed(key: str) -> bool:
+    """`seed`, `random_seed`, `data.seed`, `seed_everything`: which run of a repeat, not a setting."""
+    return "seed" in re.split(r"[^a-z0-9]+", key.lower()) or key.lower().endswith("seed")
 
 
 def _number(value: Any) -> bool:
