@@ -187,3 +187,76 @@ def test_lines_of_single_letter_losses_repeated_are_a_log_and_overflow_lines_giv
     lines.insert(5, "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 1.52587890625e-05")
     run = _run(tmp_path, lines)
     assert len(series(run, "t")) == 8 and series(run, "loss_scale").values[-1] == 1.52587890625e-05
+
+
+def test_full_width_punctuation_of_a_loop_printing_chinese_labels(tmp_path):
+    """A tutorial loop that labels its prints in Chinese writes the CJK colon and comma (`：`, `，`);
+    the warning PyTorch prints on the first batch (`functional.py:718:`, `TensorImpl.h:1156.)`) is no metric."""
+    lines = ["-------第 1 轮训练开始------",
+             "/env/lib/python3.8/site-packages/torch/nn/functional.py:718: UserWarning: Named tensors are experimental "
+             "(Triggered internally at  /conda/work/c10/core/TensorImpl.h:1156.)"]
+    lines += [f"训练次数：{100 * i}，Loss：{2.3 - i / 10:.4f}" for i in range(1, 6)]
+    lines += ["整体测试集上的正确率：0.389", "-------第 2 轮训练开始------"]
+    lines += [f"训练次数：{100 * i}，Loss：{2.3 - i / 10:.4f}" for i in range(6, 9)]
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss") == (list(range(8)), [round(2.3 - i / 10, 4) for i in range(1, 9)])
+    assert run.metrics == ["loss"]
+
+
+def test_legacy_fairseq_json_lines_give_their_quoted_numbers(tmp_path):
+    """Old fairseq's --log-format json quotes most numbers (`"loss": "3.097"`, `"clip": "100%"`);
+    a quoted text that is no number alone (a version, a date) gives nothing."""
+    lines = []
+    for epoch in (11, 12, 13, 14):
+        lines += [f'{{"epoch": {epoch}, "loss": "{4.2 - epoch / 10:.3f}", "ppl": "18.17", "num_updates": {epoch * 100}, '
+                  f'"lr": 0.0005, "gnorm": "0.191", "clip": "100%", "version": "0.6.2", "date": "2019-03-21"}}',
+                  f'{{"epoch": {epoch}, "valid_loss": {4.4 - epoch / 20:.4f}, "valid_ppl": "21.50"}}']
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss") == ([1100, 1200, 1300, 1400], [3.1, 3.0, 2.9, 2.8])
+    assert _values(run, "clip")[1] == [100.0] * 4 and _values(run, "gnorm")[1] == [0.191] * 4
+    assert _values(run, "valid_loss")[1] == [3.85, 3.8, 3.75, 3.7]
+    assert "version" not in run.metrics and "date" not in run.metrics
+
+
+def test_a_keras_paste_that_begins_with_a_cut_progress_bar_is_read_by_epoch(tmp_path):
+    """The paste starts inside epoch 1's final line (`0/200 [===…`, its first digits cut): that one
+    stray batch count must not become the step and leave every `Epoch N/M` record unplaced."""
+    lines = ["0/200 [==============================] - 4s 20ms/step - loss: 0.6125 - val_loss: 0.6020"]
+    for epoch in range(2, 7):
+        lines += [f"Epoch {epoch}/6", f"200/200 [==============================] - 4s 20ms/step - loss: {0.7 - epoch / 20:.4f} - "
+                  f"val_loss: {0.71 - epoch / 20:.4f}"]
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss") == ([2, 3, 4, 5, 6], [0.6, 0.55, 0.5, 0.45, 0.4])
+    assert _values(run, "val_loss")[0] == [2, 3, 4, 5, 6]
+
+
+def test_records_run_together_on_one_line_are_read_one_by_one(tmp_path):
+    """A paste that lost its newlines: ppocr's records follow each other on one line, the first
+    starting with the tail of a record the paste cut; durations (`reader_cost: 0.52 s`) are no metric."""
+    record = ("[2021/06/30 11:{m:02d}:21] root INFO: epoch: [1/500], iter: {i}, lr: 0.001000, loss: {loss:.6f}, "
+              "acc: 0.066406, reader_cost: 8.17048 s, batch_cost: 10.17095 s, samples: 5120, ips: 50.33945 ")
+    glued = "st: 7.77313 s, samples: 5120, ips: 65.86797 " + "".join(
+        record.format(m=10 + k, i=440 + 10 * k, loss=28.9 - k / 10) for k in range(4))
+    run = _run(tmp_path, [glued, record.format(m=20, i=480, loss=28.5)])
+    assert _values(run, "loss") == ([440, 450, 460, 470, 480], [28.9, 28.8, 28.7, 28.6, 28.5])
+    assert _values(run, "acc")[1] == [0.0664] * 5
+    assert not {"reader_cost", "batch_cost"} & set(run.metrics)
+
+
+def test_a_sentence_that_names_its_counter_twice_is_one_record(tmp_path):
+    lines = [f"Epoch {e}: loss: {1 - e / 10:.2f}, val_loss: {1.1 - e / 10:.2f}, best val_loss so far at epoch {e}" for e in range(1, 6)]
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss") == ([1, 2, 3, 4, 5], [0.9, 0.8, 0.7, 0.6, 0.5])
+    assert _values(run, "val_loss")[1] == [1.0, 0.9, 0.8, 0.7, 0.6]
+
+
+def test_yolo_results_txt_rows_without_a_header_are_read_by_column(tmp_path):
+    """YOLOv5/v7's results.txt, pasted as is: `epoch/last gpu_mem box obj cls total labels img_size
+    P R mAP@.5 mAP@.5:.95 val_box val_obj val_cls`, no header line, no word that says loss."""
+    rows = [f"{e:>10}/149 {'7.9G':>9} {0.09 - e / 100:9.4g} {0.006:9.4g} {0.05:9.4g} {0.146 - e / 100:9.4g} {150 + e:9d} {640:9d} "
+            f"{0.1 * e:9.4g} {0.05:9.4g} {0.01 * e:9.4g} {0.002 * e:9.4g} {0.12 + e / 100:9.4g} {0.008:9.4g} {0.06:9.4g}" for e in range(5)]
+    run = _run(tmp_path, ["results.txt:", *rows], name="results.log")
+    assert _values(run, "train/total_loss") == ([0, 1, 2, 3, 4], [0.146, 0.136, 0.126, 0.116, 0.106])
+    assert _values(run, "val/box_loss")[1] == [0.12, 0.13, 0.14, 0.15, 0.16]
+    assert _values(run, "metrics/mAP_0.5")[1] == [0.0, 0.01, 0.02, 0.03, 0.04]
+    assert "labels" in run.metrics and not any("mem" in m for m in run.metrics)

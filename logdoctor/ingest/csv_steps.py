@@ -20,7 +20,9 @@ merge distinct rows into one point:
   it is no step, the row order is (and the epoch stays a metric).
 
 Rows with a blank step but an epoch (Lightning validation rows, epoch-end
-rows) are placed at the last step logged in their epoch.
+rows) are placed at the last step logged in their epoch; a finer counter that
+still leaves most rows blank, where the epoch is given on more rows, yields
+the step to the epoch.
 """
 from __future__ import annotations
 
@@ -92,10 +94,21 @@ def plan(frame: pl.DataFrame) -> StepPlan:
             got = StepPlan(frame, name, {name})
         if g < EPOCH_GRAIN and epoch is not None:
             _place_by_epoch(got, epoch, name)
+            if _epoch_places_more(got, frame, epoch):
+                continue
         return got
     fractional = [c for g, _, c in counters if g == EPOCH_GRAIN]
     why = f"{fractional[0]} is fractional or repeats (no step)" if fractional else "no step column"
     return StepPlan(frame, None, notes=[f"{why}: row number used as the step"])
+
+
+def _epoch_places_more(got: StepPlan, frame: pl.DataFrame, epoch: str) -> bool:
+    """A finer counter that leaves most rows without a step, where the epoch gives one to more rows
+    (a pasted Keras log that begins with a cut progress bar holds one batch count, then only
+    `Epoch N/M` records): the epoch is the step, not the count of one stray row."""
+    step = got.frame.get_column(got.column)
+    given = step.len() - step.null_count()
+    return step.null_count() > given and _usable(frame.get_column(epoch), EPOCH_GRAIN) and frame.get_column(epoch).count() > given
 
 
 def _usable(values: pl.Series, grain_: int) -> bool:

@@ -35,13 +35,16 @@ role = functools.lru_cache(maxsize=4096)(classify)
 _grain = functools.lru_cache(maxsize=4096)(grain)
 
 _NUMBER = r"[-+]?(?:nan|inf(?:inity)?|\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)"
-#: What may not follow a value: more digits, a time of day or clock (`1:23`), a unit of time (`12s`, `3ms`).
-_VALUE_END = r"(?!\d|[.:]\d|(?:s|ms|us|min|h)\b)"
+#: What may not follow a value: more digits, a time of day or clock (`1:23`), a unit of time (`12s`, `3ms`,
+#: PaddlePaddle's `reader_cost: 0.00971 s`: a duration, whatever its name says).
+_VALUE_END = r"(?!\d|[.:]\d|\s?(?:s|ms|us|min|h|sec)\b)"
 #: One word of a metric name: dots only inside (`decode.acc_seg`), so a sentence's full stop is no part of it.
 _WORD = r"[a-z_](?:[\w/@()\[\]-]|\.(?=\w))*"
-#: `name: value` / `name = value` (up to four words: `Train Loss: 0.53`, quoted: `'loss': 0.69`).
+#: `name: value` / `name = value` (up to four words: `Train Loss: 0.53`, quoted: `'loss': 0.69`); a
+#: value in quotes is one too when the quotes hold nothing else (legacy fairseq's JSON: `"loss": "3.097"`).
 _NAMED = re.compile(
-    rf"(?<![\w.])['\"]?(?P<name>{_WORD}(?: {_WORD}){{0,3}})['\"]?(?P<sep>\s*[:=]\s*)(?P<value>{_NUMBER}){_VALUE_END}",
+    rf"(?<![\w.])['\"]?(?P<name>{_WORD}(?: {_WORD}){{0,3}})['\"]?(?P<sep>\s*[:=]\s*)(?P<quote>['\"])?(?P<value>{_NUMBER})"
+    rf"(?(quote)%?(?P=quote)|{_VALUE_END})",
     re.IGNORECASE,
 )
 #: `name value` (`loss 2.31`, `val loss 4.04`, `Grad Norm 10.8`): one space (a table aligns with many),
@@ -113,6 +116,8 @@ class Shape:
 
     text: str
     slots: tuple[_Slot, ...]
+    #: The line holds several records one after another (see `records`): read each on its own.
+    glued: bool = False
 
 
 #: Line shapes read so far (the text between digit runs) -> their slots.
@@ -128,7 +133,7 @@ def extract(line: str) -> tuple[dict[str, float], dict[str, float], Shape]:
     if shape is None:
         if len(_SHAPES) >= _MAX_SHAPES:
             _SHAPES.clear()
-        shape = _SHAPES[key] = Shape(key, tuple(_slots(line, parts)))
+        shape = _SHAPES[key] = Shape(key, tuple(_slots(line, parts)), _glued(line))
     counters: dict[str, float] = {}
     values: dict[str, float] = {}
     for slot in shape.slots:
@@ -140,6 +145,35 @@ def extract(line: str) -> tuple[dict[str, float], dict[str, float], Shape]:
             value = number(slot.prefix + "".join(parts[2 * slot.first + 1 : 2 * slot.last + 2]) + slot.suffix)
         (counters if slot.counter else values)[slot.name] = value
     return counters, values, shape
+
+
+def records(line: str) -> list[str]:
+    """The line cut before each place its first counter is named again: a paste that lost its
+    newlines holds a run of records on one line (`... ips: 65.9 [2021/06/30 11:36:21] root INFO:
+    epoch: [1/500], iter: 440, loss: 28.9, ... [2021/06/30 11:38:51] root INFO: epoch: [1/500], iter:
+    450, ...`). What comes before the first record (the tail of one cut by the paste) is a piece too."""
+    named = [(m.start(), _SAME_COUNTER.get(m["name"].lower(), m["name"].lower())) for m in COUNTER.finditer(line)]
+    if not named:
+        return [line]
+    cuts = sorted({0, *(at for at, name in named if name == named[0][1]), len(line)})
+    return [line[a:b] for a, b in zip(cuts, cuts[1:]) if line[a:b].strip()]
+
+
+def _glued(line: str) -> bool:
+    """Several records on one line: its first counter named again, and the first two records it
+    opens give the same names, a loss among them (`best epoch 2` in a sentence opens no record)."""
+    if not has_counter(line):
+        return False
+    opened = [p for p in records(line) if COUNTER.match(p)]
+    if len(opened) < 2:
+        return False
+    named = [set(_named_values(p)) for p in opened[:2]]
+    return named[0] == named[1] and any(role(n) in ("train_loss", "val_loss") for n in named[0])
+
+
+def _named_values(piece: str) -> list[str]:
+    """The value names a piece of a line gives (parsed afresh: it is no shape of its own yet)."""
+    return [slot.name for slot in _slots(piece, _DIGITS.split(piece)) if not slot.counter]
 
 
 def _blank(line: str, spans: list[tuple[int, int]]) -> str:
@@ -175,7 +209,7 @@ def _slots(line: str, parts: list[str]) -> list[_Slot]:
     found, used = _counters(line)
     rest = _blank(line, used)
     for m in _NAMED.finditer(rest):
-        if m["sep"] == ":" and m["value"].isdigit():
+        if m["sep"] == ":" and m["value"].rstrip(".").isdigit() and not m["quote"]:
             continue  # `train.py:417`, `host:0`: a logging prefix's file:line or a rank, no metric
         found[(False, normalise(m["name"]))] = m.span("value")
     if rest.count("|") >= 2:

@@ -24,7 +24,12 @@ Two shapes cover most of them:
   a record at its line's place (a line that adds new names to the record just
   before it, ``Validation perplexity: 11.5`` after an epoch's last batch, joins it);
 * a header line of names over rows of numbers (a Markdown table pasted from a
-  notebook, a loop's aligned table): each row a record.
+  notebook, a loop's aligned table): each row a record;
+* a row of Ultralytics' results.txt (`  5/299  7.9G  0.0967 0.0792 ...`, fifteen
+  columns and no header; YOLOv3/v5/v7 wrote it before results.csv): its columns
+  by the names results.csv gives them;
+* a line holding several such records one after another (a paste that lost its
+  newlines): each is read as a line of its own (`text_line.records`).
 
 How a line is tokenised is `text_line`'s job. Each record is one row of a wide
 table (counters and values as columns); csv_steps then picks the step the way it
@@ -63,7 +68,7 @@ from ..model import Run
 from . import Claim, ReadError, Source
 from .csv_steps import grain, plan
 from .csv_table import step_restarts, stepless_rows, wide_to_tidy
-from .text_line import Shape, extract, has_counter, normalise, number, role
+from .text_line import Shape, extract, has_counter, normalise, number, records, role
 
 _SUFFIXES = (".log", ".txt", ".out")
 #: The name a log read from standard input goes by (`logdoctor analyze -`).
@@ -93,6 +98,18 @@ _CELL_NAME = re.compile(r"[a-z_][\w./ -]*", re.IGNORECASE)
 _TABLE_RULE = re.compile(r"[\s|:-]+")
 #: Perplexity names: a loss is their logarithm.
 _PERPLEXITY = ("ppl", "perplexity")
+_ROW_NUMBER = r"[-+]?(?:nan|inf|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)"
+#: A row of Ultralytics' results.txt (YOLOv3/v5/v7 before results.csv), written without a header:
+#: `epoch/last  gpu_mem  box obj cls total  labels img_size  P R mAP@.5 mAP@.5:.95  val box obj cls`.
+_YOLO_ROW = re.compile(
+    rf"^[ \t]*(\d+)/\d+[ \t]+[\d.]+[KMG]?" + rf"[ \t]+({_ROW_NUMBER})" * 13 + r"[ \t]*$", re.IGNORECASE | re.MULTILINE
+)
+#: Its columns after the epoch and the memory, by the names results.csv gives them later.
+_YOLO_NAMES = (
+    "train/box_loss", "train/obj_loss", "train/cls_loss", "train/total_loss", "labels", "img_size",
+    "metrics/precision", "metrics/recall", "metrics/mAP_0.5", "metrics/mAP_0.5:0.95",
+    "val/box_loss", "val/obj_loss", "val/cls_loss",
+)
 
 
 def _head(path: Path) -> str | None:
@@ -120,7 +137,8 @@ def is_text_log(path: Path) -> bool:
 
 def is_text_log_head(head: str) -> bool:
     """The test of `is_text_log` on text already read (stdin is read once)."""
-    if not _HAS_DIGIT.search(head) or not (has_counter(head) or _LOSS_WORD.search(head)):
+    head = ascii_forms(head)
+    if not _HAS_DIGIT.search(head) or not (has_counter(head) or _LOSS_WORD.search(head) or _YOLO_ROW.search(head)):
         return False  # label files, requirements, prose: one scan says no
     parser = _Parser()
     for line in _ANSI.sub("", head).split("\n"):
@@ -136,10 +154,20 @@ _COUNTER_WORD = re.compile(r"\b(?:epoch|step|iteration|iter)s?\s*[:=#]?\s*[^\d\s
 _LOSS_WORD = re.compile(r"loss|xent|ppl|perplexity|mse|mae|scale", re.IGNORECASE)
 
 
+#: Full-width forms (U+FF01-FF5E) -> ASCII, the ideographic space -> a space: a loop that prints
+#: Chinese labels writes `Loss：1.98` and `训练次数：100，` with the CJK colon and comma.
+_FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
+
+
+def ascii_forms(text: str) -> str:
+    """The text with full-width punctuation, digits and letters as their ASCII forms."""
+    return text if text.isascii() else text.translate(_FULL_WIDTH)
+
+
 def _display_lines(lines: Iterator[bytes]) -> Iterator[str]:
     """Lines as a terminal shows them: the last redraw of each (`\\r`, `\\b` undone)."""
     for raw in lines:
-        text = raw.decode("utf-8", errors="replace")
+        text = ascii_forms(raw.decode("utf-8", errors="replace"))
         if "\x1b" in text:
             text = _ANSI.sub("", text)
         yield display(text.rstrip("\n"))
@@ -210,7 +238,16 @@ class _Parser:
             return
         if self._table_row(line):
             return
+        yolo = _YOLO_ROW.fullmatch(line)
+        if yolo:
+            values = dict(zip(_YOLO_NAMES, map(number, yolo.groups()[1:])))
+            self._add(self._open({"epoch": float(yolo[1])}, gathers=False), values, None, shape_text="YOLO results.txt row")
+            return
         counters, values, shape = extract(line)
+        if shape.glued:
+            for piece in records(line):
+                self.feed(piece)
+            return
         self.counters_seen |= bool(counters)
         rec = self.record
         if _KERAS_EPOCH.fullmatch(line):
@@ -302,7 +339,9 @@ class _Parser:
         self.next_row += 1
         return self.record
 
-    def _add(self, rec: _Record, values: dict[str, float], shape: Shape | None, evidence: int | None = None) -> None:
+    def _add(
+        self, rec: _Record, values: dict[str, float], shape: Shape | None, evidence: int | None = None, shape_text: str = "table row"
+    ) -> None:
         if not values:
             return
         pairs = values.items() if rec.names else [*rec.counters.items(), *values.items()]
@@ -312,7 +351,7 @@ class _Parser:
         self.values.extend([value for _, value in pairs])
         if not self.patterns.keys() >= values.keys():
             for name in values:
-                self.patterns.setdefault(name, shape.text if shape is not None else "table row")
+                self.patterns.setdefault(name, shape.text if shape is not None else shape_text)
         rec.names |= values.keys()
         self.lines_since_record = 0
         if evidence is None:

@@ -19,7 +19,8 @@ once), so most of the work can be done a block of lines at a time in polars:
   counters yet), anything else with numbers is a skipped line.
 
 This holds only while no line's meaning depends on an open record: a counter-only
-line that gathers the value lines after it, Keras' `Epoch N/M` and progress bars,
+line that gathers the value lines after it, a line of several records run together,
+Keras' `Epoch N/M` and progress bars, a YOLO results.txt row,
 a table's header, or a shape whose parse would not be the same for every line of it
 (the `#` a shape is keyed by stands in the line itself too; a digit outside ASCII;
 a number polars does not read as Python does). A file with any of them is read
@@ -37,7 +38,7 @@ import numpy as np
 import polars as pl
 
 from .text_line import _DIGITS, Shape, extract
-from .text_log import _ANSI, _COUNTER_WORD, _KERAS_EPOCH, _PROGRESS, _header_names, display, is_table_header
+from .text_log import _ANSI, _COUNTER_WORD, _KERAS_EPOCH, _PROGRESS, _YOLO_ROW, _header_names, ascii_forms, display, is_table_header
 
 #: Bytes read at a time: a block costs about eight times this while it is read (its text, its lines, their layouts).
 _BLOCK = 8 << 20
@@ -82,9 +83,11 @@ class _Form:
 
 def _form(line: str) -> _Form | None:
     """A shape's reading from its first line; None when it needs the line-by-line reading."""
-    if _KERAS_EPOCH.fullmatch(line) or _PROGRESS.match(line):
+    if _KERAS_EPOCH.fullmatch(line) or _PROGRESS.match(line) or _YOLO_ROW.fullmatch(line):
         return None
     counters, values, shape = extract(line)
+    if shape.glued:
+        return None  # several records on one line: each is read as a line of its own
     if counters and not values:
         return None  # a counter-only line: the value lines after it are its record's
     if len(shape.slots) > _MAX_SLOTS:
@@ -152,6 +155,7 @@ class _Reader:
 
     def feed(self, text: str) -> bool:
         """Read a block of whole lines; False when the file needs the line-by-line reading."""
+        text = ascii_forms(text)
         lines = pl.Series("line", [text]).str.split("\n").explode()
         if "\x1b" in text:
             lines = lines.str.replace_all(_ANSI.pattern, "")
