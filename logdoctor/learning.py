@@ -261,19 +261,21 @@ def _validation_improved(view: RunView, loss: Series) -> bool:
 
 def _starts_mid_run(view: RunView, loss: Series) -> bool:
     """The logged epoch counter is already past a quarter of its last value at the loss's first
-    point (or, with no epoch logged, the series starts past a quarter of its last step, past half
-    of it for fewer than 10 points): the log is a window of a longer run, and its first point is
-    no start."""
+    point (or, with no epoch logged or the whole log inside epoch 0, the series starts past a
+    quarter of its last step, past half of it for fewer than 10 points): the log is a window of
+    a longer run, and its first point is no start."""
     epoch = view.series("epoch")
-    if epoch is None:
-        steps = loss.steps[loss.finite]
-        late = 0.25 if len(steps) >= 10 else 0.5  # a few evaluations start late by nature
-        return len(steps) >= 2 and steps[-1] > 0 and steps[0] > late * steps[-1]
-    at = curves.values_at(epoch, loss.steps[[0, -1]].astype(np.float64))
-    if not np.all(np.isfinite(at)):
-        at = epoch.values[epoch.finite][[0, -1]] if epoch.finite.sum() >= 2 else at
-    first, last = float(at[0]), float(at[-1])
-    return bool(np.isfinite(first) and np.isfinite(last) and last > 0 and first > 0.25 * last)
+    if epoch is not None:
+        at = curves.values_at(epoch, loss.steps[[0, -1]].astype(np.float64))
+        if not np.all(np.isfinite(at)):
+            at = epoch.values[epoch.finite][[0, -1]] if epoch.finite.sum() >= 2 else at
+        first, last = float(at[0]), float(at[-1])
+        if not (first == last == 0):
+            return bool(np.isfinite(first) and np.isfinite(last) and last > 0 and first > 0.25 * last)
+        # the last batches of the first epoch (`Train Epoch: 0 [7007/7010]`): the epoch says nothing, the step does
+    steps = loss.steps[loss.finite]
+    late = 0.25 if len(steps) >= 10 else 0.5  # a few evaluations start late by nature
+    return bool(len(steps) >= 2 and steps[-1] > 0 and steps[0] > late * steps[-1])
 
 
 def _at_chance(view: RunView, loss_end: float) -> tuple[str, dict[str, Any]] | None:

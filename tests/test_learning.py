@@ -223,3 +223,13 @@ def test_a_gan_whose_discriminator_won_is_diverge_and_one_that_hovers_is_not_jud
     assert (won.learned, won.code) == (False, "diverge") and result.findings[0].code == "diverge"
     hovering, _ = _judged({"Loss/D": (STEPS, 0.6 + RNG.normal(0, 0.05, len(STEPS))), "Loss/G": (STEPS, 0.9 + RNG.normal(0, 0.1, len(STEPS)))})
     assert hovering.learned is None
+
+
+def test_the_last_batches_of_the_first_epoch_are_a_window_not_a_start():
+    """`Train Epoch: 0 [7007/7010]`: epoch 0 at both ends says nothing about where the log starts;
+    a batch counter at 7007 of 7010 says it is the end of a long epoch, whose first point is no start."""
+    steps = np.arange(7000, 7012)
+    loss = 0.2 + 0.08 * np.sin(steps)
+    learning, result = _judged({"train_loss": (steps, loss), "epoch": (steps, np.zeros(len(steps)))})
+    assert learning.learned is None and "mid-run" in learning.reason
+    assert result.status == "healthy"
