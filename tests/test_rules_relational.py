@@ -264,6 +264,14 @@ def test_lr_warmup_that_never_ends_fires():
     assert f.evidence["warmup_end_fraction"] > 0.9
 
 
+def test_the_first_updates_of_a_run_cut_off_during_warmup_are_no_endless_warmup():
+    """A paste of a run's first 500 updates (fairseq's train_inner every 100): the LR is still
+    ramping at the last of its five values, as in any run's opening; nothing says the ramp never ends."""
+    steps = np.arange(100, 600, 100)
+    view = make_view({"train_loss": (steps, np.array([12.8, 11.6, 11.0, 10.6, 10.1])), "lr": (steps, steps / 100 + 0.01)})
+    assert codes(LrScheduleMismatch(), view) == []
+
+
 def test_lr_ramp_into_divergence_is_not_called_a_long_warmup():
     """The LR ramps most of the run to a peak the model cannot take: the loss climbs; that is divergence."""
     steps = np.arange(STEPS)
@@ -316,6 +324,14 @@ def test_scaler_range_starts_where_the_scale_leaves_its_peak_for_good():
     view = make_view({"train_loss": (np.arange(STEPS), loss), "loss_scale": (steps, 2.0**log2)})
     [f] = ScalerCollapse().check(view)
     assert f.steps == (590, 1990)
+
+
+def test_a_scale_already_far_below_one_and_still_halving_fires_however_few_halvings_are_logged():
+    """Overflow lines pasted from two ranks once the scale is denormal (2e-320 halving to 1.3e-321):
+    four halvings in view, but every value is hundreds of halvings under any scaler's start."""
+    scale = np.repeat([2.0237e-320, 1.012e-320, 5.06e-321, 2.53e-321, 1.265e-321], 2)
+    [f] = ScalerCollapse().check(make_view({"loss_scale": (np.arange(len(scale)), scale)}))
+    assert f.evidence["scale_final"] == 1.265e-321 and 1000 < f.evidence["halvings_from_peak"] < 1100
 
 
 def test_scaler_low_but_still_learning_is_silent():

@@ -20,7 +20,9 @@ class LrScheduleMismatch(Rule):
         per batch under accumulation) and the loss stops improving from then
         on; or the LR is still climbing at the end of the run (warmup sized
         longer than the run, a per-step warmup stepped once per epoch), so
-        most of the run trains at a fraction of the intended LR; or the LR
+        most of the run trains at a fraction of the intended LR (seen over
+        ten logged values or more: a log that stops during a normal warmup,
+        a paste of a run's first updates, looks the same); or the LR
         falls to its floor and climbs back to its peak five times or more (a
         cosine with T_max in epochs stepped per batch runs through its period
         again and again; warm restarts on purpose restart a few times). Every
@@ -53,6 +55,8 @@ class LrScheduleMismatch(Rule):
         "max_gain_after_floor": 0.15,
         "noise_multiple": 5.0,
         "min_warmup_fraction": 0.5,
+        # an endless warmup is told from a log that stops during a normal warmup by a long record
+        "min_warmup_points": 10,
         "max_mid_ratio": 0.75,
         # cycling: the LR comes back above cycle_high x peak after falling below cycle_low x peak
         # at least min_cycles times (a cosine's period run through again and again)
@@ -148,6 +152,8 @@ class LrScheduleMismatch(Rule):
     def _endless_warmup(self, lr: Series, loss: Series | None, first: int, last: int) -> Finding | None:
         p = self.params
         values, steps = lr.values, lr.steps
+        if len(values) < p["min_warmup_points"]:
+            return None  # a few values on a ramp: the opening of a run cut short (a paste) looks the same
         peak = float(np.max(values))
         # peak at the very end (within 1 %), and still well below it half way through the run
         if values[-1] < 0.99 * peak or values[0] > 0.5 * peak:

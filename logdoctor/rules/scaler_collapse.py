@@ -28,8 +28,9 @@ class ScalerCollapse(Rule):
         times early, then sits high and saw-tooths (grows every
         growth_interval steps, halves now and then): that does not fire.
         A log with only a few scale values (a paste of apex's or DeepSpeed's
-        `reducing loss scale to 1.52587890625e-05` lines) fires when the scale
-        is below 1/2: many halvings under any scaler's initial value.
+        `reducing loss scale to 1.52587890625e-05` lines), or one whose every
+        value is below 1/2 and still falling, fires when the scale is below
+        1/2: many halvings under any scaler's initial value.
     Root causes:
         - persistent fp16 overflow in the forward pass: activations or logits above 65504 (large logits, attention scores, an unnormalised block), so gradients overflow every step
         - an LR high enough that weights and activations keep growing until fp16 overflows
@@ -69,6 +70,10 @@ class ScalerCollapse(Rule):
         if ok.sum() < self.params["min_points"]:
             return self._below_any_start(scale, ok)
         steps, log2 = scale.steps[ok], np.log2(scale.values[ok])
+        if np.max(log2) <= self.params["max_lone_final_log2"] and log2[-1] < log2[0]:
+            # the whole history is below 1/2 and still falling: it collapsed before the log began
+            # (a paste of overflow lines at 2e-320), whatever its shape in this window
+            return self._below_any_start(scale, ok)
         peak_i = int(np.argmax(log2))
         # the problem starts where the scale leaves its peak for good, not where the peak was first reached
         leaves_peak_i = int(np.flatnonzero(log2 >= log2[peak_i])[-1])
@@ -122,7 +127,7 @@ class ScalerCollapse(Rule):
         final = float(scale.values[ok][-1])
         if np.log2(final) > self.params["max_lone_final_log2"]:
             return []
-        halvings = np.log2(SMALLEST_INITIAL_SCALE / final)
+        halvings = np.log2(SMALLEST_INITIAL_SCALE) - np.log2(final)  # a denormal scale: the ratio overflows
         return [
             self.finding(
                 scale,
