@@ -598,6 +598,17 @@ def _start_level(y: np.ndarray) -> float:
     return float(np.median(y[:k]))
 
 
+def end_level(y: np.ndarray) -> float:
+    """Where a curve ends: the median of its last few points (as many as `_start_level` takes).
+
+    A curve still moving when the run stops is read at its edge; the rolling
+    median there (`Curve.end`) stands about a quarter window back.
+    """
+    n = len(y)
+    k = 1 if n < 30 else max(3, round(0.01 * n))
+    return float(np.median(y[-k:]))
+
+
 def sigmoid(x: float) -> float:
     """Logistic squashing used to turn a margin past a threshold into a confidence."""
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))

@@ -316,6 +316,28 @@ def test_finite_blow_up_is_diverge_but_a_recovered_excursion_is_not():
     assert "diverge" not in fired(diagnose(synthetic({"train_loss": (x, back)})))
 
 
+def test_a_loss_still_climbing_when_the_run_stops_is_diverge():
+    """A seq2seq fine-tune logged every 10 steps: the loss falls 0.028 -> 0.002 in the first tenth,
+    drifts up, and climbs ever faster over the last fifty logs to 0.03, above its start, when the
+    run stops. The rolling median at the end stands half a window back (~0.018, under ten times the
+    best) and most of the last tenth is still below the top half of the climb: read at its closing
+    points and as a last tenth still rising, it is a blow-up (it read `oscillate` before).
+
+    Near miss: the same climb that turns and comes back down before the run ends is no blow-up.
+    """
+    rng = np.random.default_rng(21)
+    x = np.arange(10, 3340, 10)
+    i = np.arange(len(x))
+    n = len(x)
+    noise = 1 + 0.15 * rng.standard_normal(n)
+    opening = 0.002 + 0.026 * np.exp(-i / 12) + 0.006 * i / n
+    climbing = opening + 0.024 * np.exp((i - n + 1) / 15)
+    got = fired(diagnose(synthetic({"loss": (x, climbing * noise)})))
+    assert "diverge" in got and got["diverge"].evidence["loss_end"] > 0.02
+    back = opening + 0.024 * np.exp(-(((i - n + 40) / 15) ** 2))
+    assert "diverge" not in fired(diagnose(synthetic({"loss": (x, back * noise)})))
+
+
 def test_blow_up_within_the_first_logged_points_is_judged_from_the_first_value():
     """SGD at a far too high LR on a char model: the loss is 4.6 (ln 100) at its first log, 64 by
     the third, and settles around 50, ten times its start. The start level (median of the first

@@ -20,7 +20,9 @@ class Diverge(Rule):
         climbs and stays far above its best level: it ends above where it
         started, or many times its best value, well beyond its own noise and
         by at least 5 % of that level (a loss drifting up a fraction of a
-        percent while it sits still is `flat`).
+        percent while it sits still is `flat`). A loss still climbing when
+        the run stops counts too: it is read at its closing points, and a
+        last tenth that keeps rising stands for one that stays up.
         A loss that spikes and comes back is `spike`, not this. The blow-up
         is read on the training loss; a run that logs only a validation loss
         is read on that one.
@@ -58,6 +60,8 @@ class Diverge(Rule):
         "min_rise_noise": 6.0,
         # share of the last tenth of the run that must stay in the upper half of the rise
         "min_tail_share": 0.8,
+        # ...or the last tenth is still climbing: a rising Mann-Kendall trend at this p
+        "climb_p": 0.01,
         # isolated NaN/inf points (not a tail) count from this share of the points: an
         # occasional overflowed fp16 loss in a run that carries on learning is not a divergence
         "min_intermittent_share": 0.01,
@@ -113,6 +117,14 @@ class Diverge(Rule):
             severity=severity,
         )
 
+    def _still_climbing(self, c: curves.Curve, upper_half: float) -> bool:
+        """The last tenth rises significantly and its closing points are in the upper half of the rise."""
+        k = max(1, len(c) // 10)
+        if k < self.params["min_points"]:
+            return False
+        climb = curves.trend(c.steps[-k:], c.y[-k:])
+        return climb.tau > 0 and climb.p_value < self.params["climb_p"] and curves.end_level(c.y) >= upper_half
+
     def _blow_up(self, series: Series) -> Finding | None:
         c = curves.curve(series)
         if c is None or len(c) < self.params["min_points"]:
@@ -123,7 +135,10 @@ class Diverge(Rule):
         # first logged value stands for the start when it sits lower still
         opening = min(c.start, float(c.y[0]))
         low, low_i = (opening, 0) if opening < c.best else (c.best, c.best_index)
-        rise = c.end - low
+        # a loss still climbing when the run stops is read at its closing points, like its start
+        # at its opening ones: the rolling median at the edge lags a climb by half a window
+        end = max(c.end, curves.end_level(c.y))
+        rise = end - low
         if rise <= 0 or low_i >= len(c) - 1:
             return None
         # the noise of the healthy stretch before the blow-up: a blown-up loss is noisy itself
@@ -135,19 +150,20 @@ class Diverge(Rule):
             # no healthy stretch to measure (or a short one): a blown-up positive loss is noisy in
             # proportion to its level, so judge the rise in log space against the log noise
             log_noise = max(curves.noise_sigma(np.log(after)), curves.TINY)
-            sigmas = max(sigmas, math.log(c.end / low) / log_noise)
+            sigmas = max(sigmas, math.log(end / low) / log_noise)
         if sigmas < self.params["min_rise_noise"]:
             return None
         progress = max(c.start - low, 0.0)
         over_progress = rise / progress if progress > 0 else math.inf
-        growth = c.end / low if low > 0 else math.inf
+        growth = end / low if low > 0 else math.inf
         by_progress = over_progress >= self.params["min_rise_over_progress"]
         by_growth = growth >= self.params["min_growth_factor"]
         if not (by_progress or by_growth) or rise < self.params["min_rise_relative"] * abs(low):
             return None
-        # it must stay up: most of the last tenth sits in the upper half of the rise
+        # it must stay up: most of the last tenth sits in the upper half of the rise, or the last
+        # tenth is still climbing into it (a spike that came back down does neither)
         tail = c.y[-max(1, len(c) // 10):]
-        if np.mean(tail >= low + 0.5 * rise) < self.params["min_tail_share"]:
+        if np.mean(tail >= low + 0.5 * rise) < self.params["min_tail_share"] and not self._still_climbing(c, low + 0.5 * rise):
             return None
         # onset: the level shift (change point) between the best stretch and the blown-up one
         shift, _ = curves.best_split(c.y[low_i:], min_size=1)
@@ -159,14 +175,14 @@ class Diverge(Rule):
         confidence = 0.6 + 0.39 * curves.sigmoid(3.0 * margin) * min(1.0, sigmas / 20)
         return self.finding(
             series,
-            title=f"{series.name} blows up after step {c.step_at(low_i)}: from {low:.4g} to {c.end:.4g}",
+            title=f"{series.name} blows up after step {c.step_at(low_i)}: from {low:.4g} to {end:.4g}",
             steps=(c.step_at(low_i), c.last_step),
             confidence=confidence,
             evidence={
                 "loss_start": c.start,
                 "loss_best": low,
                 "best_step": c.step_at(low_i),
-                "loss_end": c.end,
+                "loss_end": end,
                 "onset_step": c.step_at(onset_i),
                 "rise_over_progress": over_progress,
                 "growth_factor": growth,
