@@ -170,6 +170,23 @@ def test_overfit_fires_after_a_zigzag_minimum():
     assert f.evidence["val_best"] < 0.4 and f.evidence["val_end"] > 0.5
 
 
+def test_overfit_fires_on_a_short_v_shaped_validation_loss():
+    """Seven Keras epochs: validation loss falls about 0.035 an epoch to its best at epoch 3, then
+    rises 0.01, 0.03, 0.035 (+17 %) while the training loss keeps falling. Differenced over the
+    whole V, the change of slope at the turn read as noise as large as the rise; measured after
+    the turn, the rise stands well clear of it.
+
+    Near miss: the same fall that then only wobbles about its floor is no overfit.
+    """
+    e = np.arange(7)
+    train = np.array([0.631, 0.526, 0.449, 0.371, 0.287, 0.219, 0.158])
+    val = np.array([0.563, 0.523, 0.495, 0.457, 0.469, 0.498, 0.534])
+    [f] = Overfit().check(make_view({"loss": (e, train), "val_loss": (e, val)}))
+    assert f.evidence["val_best_step"] == 3 and f.evidence["val_end"] > 0.49
+    wobble = np.array([0.563, 0.523, 0.495, 0.457, 0.469, 0.452, 0.466])
+    assert codes(Overfit(), make_view({"loss": (e, train), "val_loss": (e, wobble)})) == []
+
+
 def test_overfit_reads_validation_accuracy_when_no_val_loss():
     e = np.arange(15)
     acc = 0.85 - 0.6 * np.exp(-e / 1.5) - 0.015 * np.maximum(0, e - 5)

@@ -15,7 +15,8 @@ class Overfit(Rule):
 
     Symptom:
         The validation loss reaches a minimum and then climbs significantly
-        (well beyond its own evaluation-to-evaluation noise and by a real
+        (well beyond its own evaluation-to-evaluation noise, the whole curve's
+        or, when smaller, that of the stretch after the minimum, and by a real
         fraction of its best value) over several evaluations and at least a
         tenth of them (a turn in the closing few percent of a long run is
         not one to act on), while the
@@ -117,7 +118,7 @@ class Overfit(Rule):
         tail = min(after + 1, max(3, after // 3))
         end = float(np.median(raw[-tail:]))
         rise = end - best
-        noise = curves.noise_sigma(raw)
+        noise = _scatter(raw, i_min)
         rel = rise / max(abs(best), 1e-12)
         rising = curves.trend(steps[i_min:], raw[i_min:])
         tau, p = rising.tau, rising.p_value
@@ -214,6 +215,20 @@ class Overfit(Rule):
                     return score.name, at_best, last
         return None
 
+
+
+def _scatter(raw: np.ndarray, turn: int) -> float:
+    """Evaluation-to-evaluation noise a rise after the minimum at index `turn` must clear: the
+    noise of the whole curve, or of the stretch from the minimum on when that is smaller.
+
+    Differencing removes one slope, not two: over a whole V of a few evaluations (falls 0.04 an
+    epoch, then rises 0.03) the change of slope at the turn reads as noise as large as the rise
+    itself. Differenced on its own, the stretch after the turn keeps its own slope; it needs three
+    points to have a noise at all.
+    """
+    noise = curves.noise_sigma(raw)
+    after = raw[turn:]
+    return min(noise, curves.noise_sigma(after)) if len(after) >= 3 else noise
 
 
 def _twin(view: RunView, val: Series) -> Series | None:
