@@ -529,11 +529,17 @@ MUTATIONS = [
 ]
 
 
+def _draw(index: int, seed: int) -> tuple[random.Random, str]:
+    """Case `index`'s random source and the layout of its damaged run, its first draw (so
+    `--layout` picks cases without building them)."""
+    rng = random.Random(f"{seed}:{index}")
+    return rng, rng.choice(list(SEEDS) + list(SYNTHETIC))
+
+
 def build_case(index: int, seed: int, where: Path) -> str:
     """Case `index`: a good run and one damaged run (one to three mutations) under `where`."""
-    rng = random.Random(f"{seed}:{index}")
+    rng, kind = _draw(index, seed)
     shutil.copytree(SAMPLES / GOOD, where / "good")
-    kind = rng.choice(list(SEEDS) + list(SYNTHETIC))
     bad = where / "bad"
     place_seed(kind, bad)
     done = []
@@ -821,6 +827,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--results", type=Path, default=Path("fuzz-results"), help="folder of JSON-lines results (appended)")
     ap.add_argument("--replay", type=int, help="rebuild this case into ./fuzz-case and print what it is")
+    ap.add_argument("--layout", choices=list(SEEDS) + list(SYNTHETIC),
+                    help="only the cases of the range whose damaged run has this layout (re-fuzz one reader after it changed)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--baseline", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -836,12 +844,15 @@ def main() -> None:
     args.results.mkdir(parents=True, exist_ok=True)
     baseline = baseline_codes()
     started = time.monotonic()
+
+    def cases(first: int, count: int) -> list[int]:
+        return [i for i in range(first, first + count) if args.layout is None or _draw(i, args.seed)[1] == args.layout]
+
     if args.inprocess:
-        run_inprocess(args.seed, list(range(args.start, args.start + args.inprocess)), args.results / "inprocess.jsonl", baseline)
+        run_inprocess(args.seed, cases(args.start, args.inprocess), args.results / "inprocess.jsonl", baseline)
     if args.cli:
         # CLI cases are drawn from their own range, so they are not the in-process ones again
-        first = 1_000_000 + args.start
-        run_cli(args.seed, list(range(first, first + args.cli)), args.results / "cli.jsonl", baseline)
+        run_cli(args.seed, cases(1_000_000 + args.start, args.cli), args.results / "cli.jsonl", baseline)
     for name in ("inprocess", "cli"):
         path = args.results / f"{name}.jsonl"
         if path.exists():
