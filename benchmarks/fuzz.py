@@ -16,7 +16,7 @@ by a signal, lost (the good run missing or diagnosed differently), bad output (a
 character from a log reached the report or a skipped line).
 
     python benchmarks/fuzz.py --inprocess 10000 --cli 700 --md docs/robustness.md
-    python benchmarks/fuzz.py --replay 1234          # rebuild case 1234 and run it in the foreground
+    python benchmarks/fuzz.py --replay 1234          # rebuild case 1234 into ./fuzz-case, to analyze it in the foreground
 
 Run the long form under the suite lock: flock /tmp/logdoctor-suite.lock nice -n 10 python ...
 """
