@@ -254,12 +254,19 @@ def _acc_tier(name: str, toks: list[str]) -> int:
     return len(_ACC_TIERS)
 
 
-def _preference(name: str, counts: dict[str, int]) -> tuple:
-    """Sort key among candidates for one role: plain totals, step-level, most points first."""
+def _preference(name: str, counts: dict[str, int], step_points: int = 0) -> tuple:
+    """Sort key among candidates for one role: plain totals, step-level, most points first.
+
+    Step-level series win for their resolution (an epoch mean hides the spikes within it); an
+    epoch-level one with more than twice the points of every step-level candidate (`step_points`:
+    their most points) is the finer reading after all and loses no rank: a Lightning
+    `train_loss_step` logged every 50 steps of a one-batch epoch has 8 points beside 400 of
+    `train_loss_epoch`.
+    """
     toks = tokens(name)
     extra = [t for t in toks if t not in _VAL | _TEST | _TRAIN | _EXTRA_LOSS_PARTS | _QUANTITY and "loss" not in t]
     total = bool(TOTAL_WORDS & set(toks))
-    epoch_level = "epoch" in toks
+    epoch_level = "epoch" in toks and counts.get(name, 0) <= 2 * step_points
     split = _split(toks)
     # a role both splits can fill (reward, epoch): the training curve first, test last
     # an adversarial part hovers by design: any other loss part is a better primary
@@ -342,7 +349,8 @@ def assign_roles(
         found["val_loss"] = test
     for role, names in found.items():
         if role not in (overrides or {}):
-            names.sort(key=lambda n: _preference(n, counts))
+            step_points = max((counts.get(n, 0) for n in names if "epoch" not in tokens(n)), default=0)
+            names.sort(key=lambda n: _preference(n, counts, step_points))
     return found
 
 

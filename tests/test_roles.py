@@ -176,6 +176,15 @@ def test_primary_prefers_plain_totals_and_dense_step_level_series():
     assert roles["train_loss"] == "loss/total"
 
 
+def test_an_epoch_level_loss_denser_than_the_step_level_one_is_primary():
+    # Lightning logs the step value every 50 steps: a one-batch epoch leaves 8 of them beside 400 epoch values
+    counts = {"train_loss_epoch": 400, "train_loss_step": 8}
+    assert primary(assign_roles(["train_loss_step", "train_loss_epoch"], counts=counts))["train_loss"] == "train_loss_epoch"
+    # merely denser (1000 epochs of 32 steps beside a value every 50 steps), the epoch means still hide spikes
+    counts = {"train_loss_epoch": 1000, "train_loss_step": 640}
+    assert primary(assign_roles(["train_loss_epoch", "train_loss_step"], counts=counts))["train_loss"] == "train_loss_step"
+
+
 def test_per_group_lrs_all_kept_primary_is_first_group():
     found = assign_roles(["lr-AdamW/pg2", "lr-AdamW/pg0", "lr-AdamW/pg1", "lr-AdamW-momentum"])
     assert found["lr"] == ["lr-AdamW/pg0", "lr-AdamW/pg1", "lr-AdamW/pg2"]
