@@ -512,6 +512,36 @@ def test_mlflow_file_store(tmp_path):
     assert any("broken" in w for w in other.warnings)
 
 
+def _write_metric(run: Path, key: str, rows: list[tuple[int, float, int]]):
+    path = run / "metrics" / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{1700000000000 + 1000 * t} {v} {s}\n" for t, v, s in rows))
+
+
+def test_mlflow_step0_value_logged_after_the_curve_is_a_summary_not_its_start(tmp_path):
+    exp = tmp_path / "mlruns" / "1"
+    _mlflow_run(exp, "c" * 32, "trial", {}, {})
+    run_dir = exp / ("c" * 32)
+    # epochs 0..5 falling, then the final loss logged again without a step (MLflow writes step 0)
+    curve = [(t, 1.0 - 0.15 * t, t) for t in range(6)]
+    _write_metric(run_dir, "train_loss", curve + [(7, 0.25, 0)])
+    run = only_run(tmp_path)
+    loss = series(run, "train_loss")
+    assert list(loss.steps) == [0, 1, 2, 3, 4, 5] and loss.values[0] == 1.0
+    assert any("closing summaries" in n and "train_loss" in n for n in run.notes)
+
+
+def test_mlflow_restart_from_step0_keeps_its_points(tmp_path):
+    exp = tmp_path / "mlruns" / "1"
+    _mlflow_run(exp, "d" * 32, "trial", {}, {})
+    # a second attempt logs steps 0..2 again after the first reached step 2: it goes on past step 0
+    rows = [(0, 1.0, 0), (1, 0.9, 1), (2, 0.8, 2), (3, 1.1, 0), (4, 0.7, 1), (5, 0.5, 2)]
+    _write_metric(exp / ("d" * 32), "loss", rows)
+    run = only_run(tmp_path)
+    assert list(series(run, "loss").values) == [1.1, 0.7, 0.5]
+    assert not any("closing summaries" in n for n in run.notes)
+
+
 # --------------------------------------------------------------------------- bad input
 
 

@@ -9,6 +9,10 @@ An experiment folder is one source whose runs are named by `mlflow.runName`
 (the run id's prefix is added when two runs share a name). A run folder given
 directly is read on its own. Runs MLflow marks deleted are still read, with a
 note. Run folders are not walked further (their artifacts are model files).
+
+`log_metric` without a step writes step 0: a value logged at step 0 after the
+metric had already reached later steps is a closing summary (the best model's
+score, the final loss), not the curve's first point, and is left out (with a note).
 """
 from __future__ import annotations
 
@@ -76,12 +80,20 @@ def _read_run(folder: Path) -> Run:
         notes.append("run is marked deleted in MLflow")
     frames = []
     metrics_dir = folder / "metrics"
+    summaries = []
     for path in files_under(metrics_dir):
         key = path.relative_to(metrics_dir).as_posix()
         try:
-            frames.append(_metric_file(path, key))
+            frame = _metric_file(path, key)
         except ReadError as exc:
             warnings.append(str(exc))
+            continue
+        curve = _without_closing_summaries(frame)
+        if curve.height < frame.height:
+            summaries.append(key)
+        frames.append(curve)
+    if summaries:
+        notes.append(f"step-0 values logged after the curve (closing summaries) left out: {', '.join(summaries[:5])}" + (f" (+{len(summaries) - 5} more)" if len(summaries) > 5 else ""))
     params_dir = folder / "params"
     config = {}
     if params_dir.is_dir():
@@ -93,6 +105,18 @@ def _read_run(folder: Path) -> Run:
     if scalars.is_empty() and not warnings:
         warnings.append(f"{folder}: MLflow run has no metric values")
     return Run(name=str(name), path=str(folder), format="mlflow", scalars=scalars, config=config, warnings=warnings, notes=notes)
+
+
+def _without_closing_summaries(frame: pl.DataFrame) -> pl.DataFrame:
+    """Drop step-0 rows written after the metric's last row at a later step (see the module doc).
+
+    A restart that logs from step 0 again goes on to later steps after it, so its rows stay.
+    """
+    later = frame.filter(pl.col("step") > 0)
+    if later.is_empty() or later["wall_time"].null_count() == later.height:
+        return frame
+    last_advance = later["wall_time"].max()
+    return frame.filter(~((pl.col("step") == 0) & (pl.col("wall_time") > last_advance)))
 
 
 def _metric_file(path: Path, key: str) -> pl.DataFrame:
