@@ -639,13 +639,17 @@ def window_level(series: Series, lo: float, hi: float) -> float:
     return float(np.median(series.values[mask])) if mask.any() else float("nan")
 
 
-def settle_index(values: np.ndarray, tol: float) -> int | None:
+def settle_index(values: np.ndarray, tol: float, negligible: float | None = None) -> int | None:
     """First index from which `values` stay within `tol` x (peak - final) of the final value.
 
     "When did the LR reach its floor": for a schedule that decays and then sits
     at its last value this is where the sitting starts. None when the series
     never moved (peak == final), has no finite values, or is still moving at
-    its last point.
+    its last point. With `negligible` (a share of the peak), a positive series
+    must also be within `tol` of its final value on a log scale, or below that
+    share: a multiplicative decay (ReduceLROnPlateau, StepLR) that still divides
+    the LR by 5 every few epochs is not sitting at 4 % of its peak, while one a
+    thousandth of its peak is as good as stopped however it keeps shrinking.
     """
     finite = values[np.isfinite(values)]
     if len(finite) == 0:
@@ -654,7 +658,12 @@ def settle_index(values: np.ndarray, tol: float) -> int | None:
     span = peak - final
     if span <= 0:
         return None
-    far = np.flatnonzero(~(np.abs(values - final) <= tol * span))
+    far = ~(np.abs(values - final) <= tol * span)
+    if negligible is not None and np.all(finite > 0):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            off = np.abs(np.log(values) - np.log(final))
+        far |= ~(off <= tol * np.log(peak / final)) & ~(values <= negligible * peak)
+    far = np.flatnonzero(far)
     if len(far) == 0:
         return 0
     return int(far[-1]) + 1 if far[-1] + 1 < len(values) else None

@@ -263,6 +263,16 @@ def test_lr_cut_by_reduce_on_plateau_after_the_loss_stalled_is_silent():
     assert codes(LrScheduleMismatch(), view) == []
 
 
+def test_lr_staircase_still_dividing_has_not_reached_its_floor():
+    """ReduceLROnPlateau(factor=0.2, min_lr=1e-6) over 24 epochs: 4 % of the peak by epoch 8, yet cut
+    three more times (x0.2 each) before it sits at 1e-6 from epoch 18: the floor is at 75 %, not 35 %."""
+    epochs = np.arange(24)
+    lr = np.repeat([1e-3, 2e-4, 4e-5, 8e-6, 1.6e-6, 1e-6], [4, 4, 5, 3, 2, 6])
+    loss = noisy(0.026 + 0.03 * np.exp(-epochs / 3), 0.005, 31)
+    view = make_view({"loss": (epochs, loss), "lr": (epochs, lr)})
+    assert codes(LrScheduleMismatch(), view) == []
+
+
 def test_lr_logged_per_epoch_against_a_per_batch_loss():
     """Keras-style: LR counted in epochs (0..19), loss in batches: the floor is found on the loss's axis."""
     steps = np.arange(STEPS)

@@ -50,6 +50,8 @@ class LrScheduleMismatch(Rule):
     defaults = {
         "min_points": 5,
         "floor_tolerance": 0.05,
+        # an LR this share of its peak counts as at its floor even while it keeps shrinking
+        "negligible_lr_ratio": 1e-3,
         "max_floor_ratio": 0.2,
         "max_floor_fraction": 0.4,
         "max_gain_after_floor": 0.15,
@@ -85,7 +87,7 @@ class LrScheduleMismatch(Rule):
     def _early_floor(self, lr: Series, loss: Series | None, first: int, last: int) -> Finding | None:
         p = self.params
         peak, final = float(np.max(lr.values)), float(lr.values[-1])
-        at = curves.settle_index(lr.values, p["floor_tolerance"])
+        at = curves.settle_index(lr.values, p["floor_tolerance"], p["negligible_lr_ratio"])
         if at is None or final > p["max_floor_ratio"] * peak or loss is None:
             return None
         floor_step = int(lr.steps[at])
