@@ -78,6 +78,19 @@ def test_overfit_with_validation_counted_in_epochs_and_training_in_steps():
     assert f.evidence["train_end"] < f.evidence["train_at_val_best"] < 0.2
 
 
+def test_overfit_fires_on_a_slow_drift_read_over_many_noisy_evaluations():
+    """Best at epoch ~5, then +0.0006 an epoch for 54 epochs under scatter 0.016: each evaluation moves
+    more than the drift, but the closing level is a median of 17 of them, far steadier than one."""
+    epochs = np.arange(60)
+    train = 0.6 * np.exp(-epochs / 3) + 0.005
+    drift = 0.15 + 0.09 * np.exp(-epochs / 1.5) + np.where(epochs > 5, 0.0006 * (epochs - 5), 0.0)
+    val = drift + 0.016 * np.random.default_rng(3).standard_normal(60)
+    assert codes(Overfit(), make_view({"train_loss": (epochs, train), "val_loss": (epochs, val)})) == ["overfit"]
+    for seed in range(8):  # the same scatter about a level that does not drift stays silent
+        flat = 0.15 + 0.09 * np.exp(-epochs / 1.5) + 0.016 * np.random.default_rng(seed).standard_normal(60)
+        assert codes(Overfit(), make_view({"train_loss": (epochs, train), "val_loss": (epochs, flat)})) == []
+
+
 def test_overfit_silent_when_val_plateaus():
     e = np.arange(20)
     val = 0.6 + 1.7 * np.exp(-e / 2.0)

@@ -125,7 +125,11 @@ class Overfit(Rule):
         # a part beside the primary validation loss must rise further: with several parts, one of
         # them drifting a few percent from a lucky early evaluation is expected
         min_rel = self.params["min_rise_relative"] if val.name == view.roles.get(role) else self.params["min_part_rise_relative"]
-        if rel < min_rel or rise < self.params["min_rise_noise"] * noise:
+        # the end level is a median of `tail` evaluations, the best one of `smoothing_window`: the
+        # noise their difference carries shrinks with the tail (judged as at the shortest tail, 3)
+        w = self.params["smoothing_window"]
+        averaged = np.sqrt((1 / tail + 1 / w) / (1 / 3 + 1 / w))
+        if rel < min_rel or rise < self.params["min_rise_noise"] * noise * averaged:
             return []
         held = float(np.mean(raw[i_min + 1 :] - best > rise / 2))
         # a held step must also stand far above the evaluation-to-evaluation scatter: a validation
