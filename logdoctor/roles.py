@@ -270,7 +270,9 @@ def _preference(name: str, counts: dict[str, int], step_points: int = 0) -> tupl
     split = _split(toks)
     # a role both splits can fill (reward, epoch): the training curve first, test last
     # an adversarial part hovers by design: any other loss part is a better primary
-    return (split == "test", split == "val", not total, is_adversarial_part(name), _acc_tier(name, toks), len(extra), epoch_level, -counts.get(name, 0), len(name), name)
+    # a loss named for a score (`loss_iou`, `loss_dice`) is a loss part, not an accuracy: no tier
+    tier = len(_ACC_TIERS) if _is_lossy(toks) else _acc_tier(name, toks)
+    return (split == "test", split == "val", not total, is_adversarial_part(name), tier, len(extra), epoch_level, -counts.get(name, 0), len(name), name)
 
 
 def amp_scale_candidates(metrics: Iterable[str], values_of: Callable[[str], np.ndarray | None]) -> set[str]:

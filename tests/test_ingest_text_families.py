@@ -10,6 +10,7 @@ import math
 import pytest
 
 from logdoctor.ingest import load_runs
+from logdoctor.view import RunView
 from _ingest_helpers import only_run, series
 
 
@@ -260,3 +261,42 @@ def test_yolo_results_txt_rows_without_a_header_are_read_by_column(tmp_path):
     assert _values(run, "val/box_loss")[1] == [0.12, 0.13, 0.14, 0.15, 0.16]
     assert _values(run, "metrics/mAP_0.5")[1] == [0.0, 0.01, 0.02, 0.03, 0.04]
     assert "labels" in run.metrics and not any("mem" in m for m in run.metrics)
+
+
+def test_a_date_before_its_time_is_no_batch_count(tmp_path):
+    """PaddleDetection starts each line with `[07/21 14:40:44]`: that date is no `N/M` batch count;
+    the batch is the padded `[ 20/200]` after the epoch. The total `loss` is the primary training
+    loss, not a part named for a score (`loss_iou`)."""
+    lines = [f"[07/21 14:{40 + b // 10}:44] ppdet.engine INFO: Epoch: [0] [{b:>3}/200] learning_rate: 0.000{b:03d} "
+             f"loss_xy: 6.4 loss_iou: 25.{b:02d} loss_obj: {900 - 8 * b:.2f} loss: {950 - 8 * b:.2f} eta: 10 days, 19:39:33 "
+             f"batch_cost: 6.6231 data_cost: 6.0753 ips: 4.8315 images/s" for b in (0, 20, 40, 60)]
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss") == ([0, 20, 40, 60], [950.0, 790.0, 630.0, 470.0])
+    assert RunView(run).series("train_loss").name == "loss"
+
+
+def test_deepspeed_overflow_lines_after_a_logging_location_give_the_loss_scale(tmp_path):
+    """`[stage2.py:1628:step]` is where DeepSpeed logged from, not a step the line fails to give:
+    the overflow lines after a tqdm bar are read as the loss scale they report."""
+    bar = "  0%|▋          | {n}/24128 [00:40<2:40:10,  2.50it/s]"
+    lines = [(bar.format(n=n) if n else "") + f"[2021-11-27 00:36:5{n % 10},800] [INFO] [stage2.py:1628:step] [deepscale] "
+             f"OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {s * 2}, reducing to {s}" for n, s in ((0, 8), (98, 4), (99, 2), (100, 1))]
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss_scale") == ([0, 1, 2, 3], [8.0, 4.0, 2.0, 1.0])
+
+
+def test_espnet2_epochs_glued_to_their_number_and_split_tags(tmp_path):
+    """ESPnet2 writes `18epoch:train:1-375batch:` and, once an epoch ends, `18epoch results: [train]
+    loss=…, [valid] loss=…`: the epoch is read where its number is glued to it, and a bracketed split
+    tag names the value after it (the validation loss must not become a training one)."""
+    lines = []
+    for epoch in (17, 18):
+        lines += [f"[host] 2020-11-11 17:00:4{b},375 (trainer:486) INFO: {epoch}epoch:train:{375 * b + 1}-{375 * (b + 1)}batch: "
+                  f"iter_time=0.001, loss={1.5 - epoch / 100 - b / 100:.3f}, lr_0=0.100, train_time=0.014" for b in range(3)]
+        lines.append(f"[host] 2020-11-11 17:00:56,455 (trainer:243) INFO: {epoch}epoch results: [train] iter_time=0.001, "
+                     f"loss={1.3 - epoch / 100:.3f}, lr_0=0.100, train_time=0.014, time=1 minute and 44.48 seconds, "
+                     f"total_count=135126, [valid] loss={1.9 - epoch / 100:.3f}, time=3.15 seconds, total_count=4320")
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss")[1] == [1.33, 1.32, 1.31, 1.32, 1.31, 1.3]
+    assert _values(run, "epoch")[1][:3] == [17.0, 17.0, 17.0]
+    assert _values(run, "valid_loss")[1] == [1.73, 1.72] and _values(run, "train_loss")[1] == [1.13, 1.12]

@@ -412,6 +412,22 @@ def test_two_pasted_scale_lines_below_one_are_a_collapse_but_two_high_ones_are_n
     assert codes(ScalerCollapse(), make_view({"train_loss": loss, "loss_scale": (np.array([7, 9]), np.array([2048.0, 1024.0]))})) == []
 
 
+
+def test_a_pasted_run_of_halvings_down_to_two_is_counted_from_the_smallest_initial_scale():
+    """DeepSpeed's overflow lines, one per step: `64, reducing to 32` ... `4, reducing to 2`. The log
+    shows four halvings, but no dynamic scaler starts below 128: the scale is six halvings down."""
+    loss = (np.array([2]), np.array([2.05]))
+    [f] = ScalerCollapse().check(make_view({"train_loss": loss, "loss_scale": (np.arange(5), np.array([32.0, 16, 8, 4, 2]))}))
+    assert f.evidence["halvings_from_peak"] == 6 and f.evidence["halvings_logged"] == 4
+    assert "at least 128" in f.title
+
+
+def test_a_scale_that_never_halves_is_no_collapse_however_low():
+    """Megatron prints `loss scale: 1.0` on every line of a bf16 run: no overflow, nothing skipped."""
+    view = make_view({"train_loss": train_curve(), "loss_scale": (np.arange(0, STEPS, 100), np.ones(STEPS // 100))})
+    assert codes(ScalerCollapse(), view) == []
+
+
 # --------------------------------------------------------------------------- clip_saturation
 
 

@@ -60,10 +60,14 @@ COUNTER = re.compile(
     r"(?P<value>\d+(?:\.\d+)?)(?:\s*/\s*\d+)?",
     re.IGNORECASE,
 )
-#: The number first: `250 iterations -- validation loss 2.11`.
-_COUNTER_AFTER = re.compile(r"(?<![\w.])(?P<value>\d+)\s+(?P<name>iterations|iters|steps|epochs|updates)\b", re.IGNORECASE)
-#: A bare count `550/ 725` or `[50/500]`: the batch within an epoch when the line names the epoch.
-_FRACTION = re.compile(r"(?<![\w./:])\[?(?P<value>\d+)\s*/\s*\d+\]?(?![\w./:])")
+#: The number first: `250 iterations -- validation loss 2.11`, or glued to it as ESPnet2 writes its
+#: epoch (`18epoch:train:6376-6750batch: ... loss=1.270`, `18epoch results: [train] ...`).
+_COUNTER_AFTER = re.compile(
+    r"(?<![\w.])(?P<value>\d+)(?:\s+(?P<name>iterations|iters|steps|epochs|updates)\b|(?P<glued>epoch)(?=[:\s]))", re.IGNORECASE
+)
+#: A bare count `550/ 725` or `[50/500]`: the batch within an epoch when the line names the epoch; a
+#: date followed by its time (`[07/21 14:40:44] ppdet.engine INFO: Epoch: [0] [ 20/200]`) is none.
+_FRACTION = re.compile(r"(?<![\w./:])\[?(?P<value>\d+)\s*/\s*\d+\]?(?![\w./:]|\s+\d{1,2}:\d\d)")
 #: apex / DeepSpeed / fairseq: `Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 1.52e-05`.
 _SCALE_TO = re.compile(rf"loss[ _]scale\b[^\n]{{0,20}}?\bto\s+(?P<value>{_NUMBER})", re.IGNORECASE)
 _DIGITS = re.compile(r"(\d+)")
@@ -77,10 +81,13 @@ _SAME_COUNTER = {
 
 
 def normalise(name: str) -> str:
-    """Lower case, spaces as `_`; a bracketed tag before the name is no part of it (`[Learner] Loss`)."""
+    """Lower case, spaces as `_`; a bracketed tag before the name is no part of it (`[Learner] Loss`)
+    unless it names a data split (ESPnet2's `[train] loss=1.262, ..., [valid] loss=1.718`)."""
     name = "_".join(name.lower().split())
     if "]" in name and "[" not in name:
-        name = name.rsplit("]", 1)[1].lstrip("_") or name
+        tag, rest = name.rsplit("]", 1)
+        rest = rest.lstrip("_")
+        name = f"{tag}_{rest}" if rest and tag in _SPLITS else rest or name
     return name
 
 
@@ -191,7 +198,7 @@ def _counters(line: str) -> tuple[dict[tuple[bool, str], tuple[int, int]], list[
         for m in pattern.finditer(line):
             if any(s < m.end() and m.start() < e for s, e in used):
                 continue
-            name = m["name"].lower()
+            name = (m["name"] or m.groupdict()["glued"]).lower()
             name = _SAME_COUNTER.get(name, name)
             found.setdefault((True, name), m.span("value"))
             used.append(m.span())

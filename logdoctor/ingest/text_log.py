@@ -150,7 +150,8 @@ def is_text_log_head(head: str) -> bool:
 
 
 #: A counter word without its number (`at step ?`, `epoch finished`): the line names a step it does not give.
-_COUNTER_WORD = re.compile(r"\b(?:epoch|step|iteration|iter)s?\s*[:=#]?\s*[^\d\s.,;!]", re.IGNORECASE)
+#: A logging prefix's `file.py:line:function` is no such word (DeepSpeed's `[stage2.py:1628:step] ... OVERFLOW!`).
+_COUNTER_WORD = re.compile(r"(?<!\d:)\b(?:epoch|step|iteration|iter)s?\s*[:=#]?\s*[^\d\s.,;!]", re.IGNORECASE)
 _LOSS_WORD = re.compile(r"loss|xent|ppl|perplexity|mse|mae|scale", re.IGNORECASE)
 
 

@@ -30,7 +30,10 @@ class ScalerCollapse(Rule):
         A log with only a few scale values (a paste of apex's or DeepSpeed's
         `reducing loss scale to 1.52587890625e-05` lines), or one whose every
         value is below 1/2 and still falling, fires when the scale is below
-        1/2: many halvings under any scaler's initial value.
+        1/2: many halvings under any scaler's initial value. A scale seen
+        halving is counted down from at least the smallest initial scale
+        (128), whether or not the log shows it there: `64, reducing to 32`
+        ... `4, reducing to 2` is six halvings.
     Root causes:
         - persistent fp16 overflow in the forward pass: activations or logits above 65504 (large logits, attention scores, an unnormalised block), so gradients overflow every step
         - an LR high enough that weights and activations keep growing until fp16 overflows
@@ -77,7 +80,12 @@ class ScalerCollapse(Rule):
         peak_i = int(np.argmax(log2))
         # the problem starts where the scale leaves its peak for good, not where the peak was first reached
         leaves_peak_i = int(np.flatnonzero(log2 >= log2[peak_i])[-1])
-        drop = float(log2[peak_i] - log2[-1])
+        halved = bool((np.diff(log2) < 0).any())
+        # a scale seen halving has come down from at least the smallest initial scale, whether or not
+        # the log shows it there (a paste of DeepSpeed's overflow lines `64, reducing to 32` ... `to 2`);
+        # one that never halves (Megatron's bf16 `loss scale: 1.0`) is no fall
+        start = max(log2[peak_i], np.log2(SMALLEST_INITIAL_SCALE)) if halved else log2[peak_i]
+        drop = float(start - log2[-1])
         above_min = float(log2[-1] - np.min(log2))
         if (
             drop < self.params["min_halvings_from_peak"]
@@ -101,13 +109,14 @@ class ScalerCollapse(Rule):
             self.finding(
                 scale,
                 title=(
-                    f"AMP loss scale fell {drop:.0f} halvings from its peak {2 ** log2[peak_i]:.4g} "
+                    f"AMP loss scale fell {drop:.0f} halvings from "
+                    f"{'its peak' if start == log2[peak_i] else 'at least'} {2 ** start:.4g} "
                     f"to {2 ** log2[-1]:.4g}: optimizer steps are being skipped"
                 ),
                 steps=(int(steps[leaves_peak_i]), int(steps[-1])),
                 confidence=confidence,
                 evidence={
-                    "scale_peak": float(2 ** log2[peak_i]),
+                    "scale_peak": float(2 ** start),
                     "scale_final": float(2 ** log2[-1]),
                     "scale_min": float(2 ** np.min(log2)),
                     "halvings_from_peak": drop,
