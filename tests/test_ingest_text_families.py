@@ -300,3 +300,19 @@ def test_espnet2_epochs_glued_to_their_number_and_split_tags(tmp_path):
     assert _values(run, "loss")[1] == [1.33, 1.32, 1.31, 1.32, 1.31, 1.3]
     assert _values(run, "epoch")[1][:3] == [17.0, 17.0, 17.0]
     assert _values(run, "valid_loss")[1] == [1.73, 1.72] and _values(run, "train_loss")[1] == [1.13, 1.12]
+
+
+def test_ultralytics_console_table_rows_with_their_progress_bars(tmp_path):
+    """YOLOv8 prints a header, then one row per epoch that counts the epoch (`70/1000`), gives the GPU
+    memory with its unit (`6.73G`) and ends in a progress bar; the validation table between epochs
+    is another header with no loss and ends the table."""
+    lines = []
+    for e, box in ((70, 1.081), (71, 1.038), (72, 1.012)):
+        lines += ["      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size",
+                  f"    {e}/1000      6.73G      {box}     0.4706      1.084         10        640: 100%|██████████| 16/16 [00:05<00:00,  2.78it/s]",
+                  "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100%|██████████| 8/8 [00:03<00:00,  2.17it/s]",
+                  "                   all        722       1444      0.989       0.99      0.993      0.681", ""]
+    run = _run(tmp_path, lines)
+    assert _values(run, "box_loss") == ([70, 71, 72], [1.081, 1.038, 1.012])
+    assert _values(run, "gpu_mem")[1] == [6.73] * 3 and _values(run, "size")[1] == [640.0] * 3
+    assert not any("map" in m for m in run.metrics)  # `mAP50-95): 100%|`: the bar's share, no score

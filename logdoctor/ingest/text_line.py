@@ -36,8 +36,9 @@ _grain = functools.lru_cache(maxsize=4096)(grain)
 
 _NUMBER = r"[-+]?(?:nan|inf(?:inity)?|\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)"
 #: What may not follow a value: more digits, a time of day or clock (`1:23`), a unit of time (`12s`, `3ms`,
-#: PaddlePaddle's `reader_cost: 0.00971 s`: a duration, whatever its name says).
-_VALUE_END = r"(?!\d|[.:]\d|\s?(?:s|ms|us|min|h|sec)\b)"
+#: PaddlePaddle's `reader_cost: 0.00971 s`: a duration, whatever its name says), a progress bar's share
+#: (`mAP50-95): 100%|███| 8/8`: tqdm's description ends in a colon).
+_VALUE_END = r"(?!\d|[.:]\d|\s?(?:s|ms|us|min|h|sec)\b|%\|)"
 #: One word of a metric name: dots only inside (`decode.acc_seg`), so a sentence's full stop is no part of it.
 _WORD = r"[a-z_](?:[\w/@()\[\]-]|\.(?=\w))*"
 #: `name: value` / `name = value` (up to four words: `Train Loss: 0.53`, quoted: `'loss': 0.69`); a

@@ -94,6 +94,11 @@ _PROGRESS = re.compile(r"\s*(?:(?P<count>\d+)/(?P<target>\d+|Unknown)\s|-\s+\d+s
 #: A table cell: a name (header) or a number, `%` allowed.
 _CELL_NUMBER = re.compile(r"[-+]?(?:nan|inf|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)%?", re.IGNORECASE)
 _CELL_NAME = re.compile(r"[a-z_][\w./ -]*", re.IGNORECASE)
+#: A cell counting up to a total (`70/1000`: the epoch) or a size with its unit (`6.73G`: memory).
+_CELL_COUNT = re.compile(r"(?P<value>\d+)/\d+")
+_CELL_SIZE = re.compile(r"(?P<value>\d+(?:\.\d*)?)[KMGT]i?B?", re.IGNORECASE)
+#: The progress bar Ultralytics draws after each table row (`640: 100%|██████████| 16/16 [00:05<00:00, 2.78it/s]`).
+_BAR_TAIL = re.compile(r":\s+\d+%\|.*$")
 #: A Markdown table's rule line (`| :---- | ---: |`).
 _TABLE_RULE = re.compile(r"[\s|:-]+")
 #: Perplexity names: a loss is their logarithm.
@@ -319,14 +324,15 @@ class _Parser:
         table = self.table
         if table is None:
             return False
-        cells = [c.strip() for c in (line.strip().strip("|").split("|") if table.pipes else line.split())]
-        if len(cells) != len(table.names) or not all(_CELL_NUMBER.fullmatch(c) for c in cells):
+        cells = [c.strip() for c in (line.strip().strip("|").split("|") if table.pipes else _BAR_TAIL.sub("", line).split())]
+        numbers = [_cell_number(c) for c in cells]
+        if len(cells) != len(table.names) or None in numbers:
             if not _TABLE_RULE.fullmatch(line):
                 self.table = None
             return False
         counters, values = {}, {}
-        for name, cell in zip(table.names, cells):
-            (counters if grain(name) is not None else values)[name] = number(cell.rstrip("%"))
+        for name, value in zip(table.names, numbers):
+            (counters if grain(name) is not None else values)[name] = value
         self._add(self._open(counters, gathers=False), values, None)
         return True
 
@@ -401,6 +407,15 @@ def _header_names(line: str) -> list[str] | None:
     if len(cells) < 2 or not all(cells) or not all(_CELL_NAME.fullmatch(c) for c in cells):
         return None
     return [normalise(c) for c in cells]
+
+
+def _cell_number(cell: str) -> float | None:
+    """A table cell's number: plain or a percentage, the count of `70/1000`, the size of `6.73G`;
+    None for any other text."""
+    if _CELL_NUMBER.fullmatch(cell):
+        return number(cell.rstrip("%"))
+    m = _CELL_COUNT.fullmatch(cell) or _CELL_SIZE.fullmatch(cell)
+    return number(m["value"]) if m else None
 
 
 def is_table_header(names: list[str] | None) -> bool:
