@@ -98,7 +98,7 @@ def flag(*names: str, help: str):  # noqa: A002 - typer's own keyword
 def _console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+    return Console(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False, emoji=False)
 
 
 def fail(message: str) -> "typer.Exit":
@@ -233,7 +233,7 @@ def analyze(
         except ReplayError as exc:
             raise fail(str(exc)) from None
         if not quiet:
-            _console(stderr=True).print(escape(result.summary()), highlight=False)
+            _console(stderr=True).print(escape(result.summary()), highlight=False, emoji=False)
     name_runs([rd.run for rd in diagnosis.runs], diagnosis.root)
     _emit(diagnosis, fmt, output, Style(quiet, verbose, no_plots, config.source))
     raise typer.Exit(exit_code([rd.status for rd in diagnosis.runs], fail_on))
@@ -282,7 +282,7 @@ def replay(
     except ReplayError as exc:
         raise fail(str(exc)) from None
     if not quiet:
-        _console(stderr=True).print(escape(result.summary()), highlight=False)
+        _console(stderr=True).print(escape(result.summary()), highlight=False, emoji=False)
     diagnosis = result.diagnosis()
     from .naming import root_label
 
@@ -488,11 +488,11 @@ def _trimmed(draw, like=None, width: int = 100) -> str:
     from rich.console import Console
 
     if like is None:
-        console = Console(file=io.StringIO(), width=width, no_color=True, color_system=None, highlight=False)
+        console = Console(file=io.StringIO(), width=width, no_color=True, color_system=None, highlight=False, emoji=False)
     else:
         console = Console(
             file=io.StringIO(), width=like.width, no_color=like.no_color, color_system=like.color_system,
-            force_terminal=like.is_terminal, highlight=False,
+            force_terminal=like.is_terminal, highlight=False, emoji=False,
         )
     draw(console)
     return _TRAILING.sub(lambda m: "".join(_ANSI.findall(m.group())), console.file.getvalue())
@@ -550,8 +550,8 @@ def rules(fmt: ListFormat = typer.Option(ListFormat.terminal, "--format", "-f", 
             table.add_row(code, cls.severity, cls.summary())
         console.print(table)
         # the probes' own summaries live in modules that import PyTorch: their codes are enough here
-        console.print(f"\nreplay probes (logdoctor replay): {', '.join(PROBE_CODES)}", highlight=False)
-        console.print("Details: logdoctor explain CODE, or docs/rules/CODE.md", highlight=False)
+        console.print(f"\nreplay probes (logdoctor replay): {', '.join(PROBE_CODES)}", highlight=False, emoji=False)
+        console.print("Details: logdoctor explain CODE, or docs/rules/CODE.md", highlight=False, emoji=False)
 
     sys.stdout.write(_trimmed(draw, like=_console()))
 

@@ -141,3 +141,14 @@ def test_analyze_json_of_every_sample_run_follows_the_schema():
     quiet = json.loads(invoke("analyze", str(SAMPLES), "-f", "json", "-q").stdout)
     validate(quiet)
     assert len(quiet["runs"]) == sum(n for v, n in quiet["summary"]["by_verdict"].items() if v != "healthy")
+
+
+def test_colon_words_from_a_log_are_printed_as_written_never_as_emoji(tmp_path):
+    """ESPnet prints `:train:` and a folder may be called `run:fire:`: rich would draw 🚋 and 🔥."""
+    run = tmp_path / "run:fire:"
+    run.mkdir()
+    (run / "train.log").write_text("".join(f"epoch {e} :train: loss {2.5 - 0.2 * e}\n" for e in range(1, 7)))
+    for args in (["analyze", str(tmp_path)], ["inspect", str(tmp_path)]):
+        out = invoke(*args).output
+        assert "run:fire:" in out and "🔥" not in out and "🚋" not in out
+    assert ":train:" in invoke("inspect", str(tmp_path)).output

@@ -312,6 +312,6 @@ def render_text(
     skip_healthy: bool = False,
 ) -> str:
     """The terminal report as plain text (no colour, no trailing blanks), for `-o report.txt`."""
-    console = Console(file=io.StringIO(), width=width, no_color=True, color_system=None, highlight=False)
+    console = Console(file=io.StringIO(), width=width, no_color=True, color_system=None, highlight=False, emoji=False)
     render_terminal(diagnosis, console, quiet, verbose, extra_sections, config_source, skip_healthy)
     return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()) + "\n"
