@@ -648,8 +648,9 @@ def settle_index(values: np.ndarray, tol: float, negligible: float | None = None
     its last point. With `negligible` (a share of the peak), a positive series
     must also be within `tol` of its final value on a log scale, or below that
     share: a multiplicative decay (ReduceLROnPlateau, StepLR) that still divides
-    the LR by 5 every few epochs is not sitting at 4 % of its peak, while one a
-    thousandth of its peak is as good as stopped however it keeps shrinking.
+    the LR by 5 every few epochs is not sitting at 4 % of its peak, while one at
+    1-2 % of its peak (StepLR's second x0.1 cut) trains as good as stopped, however
+    it keeps shrinking.
     """
     finite = values[np.isfinite(values)]
     if len(finite) == 0:

@@ -629,3 +629,13 @@ def test_overfit_reads_an_error_rate_the_right_way_round_when_no_val_loss():
     err = 40 * np.exp(-e / 2.0) + 10 + 0.6 * np.maximum(0, e - 7) ** 1.3  # val/top1_err turns back up
     [f] = Overfit().check(make_view({"train/loss": train_curve(), "val/top1_err": (epochs(), err)}))
     assert f.metric == "val/top1_err" and "error rate rose" in f.title
+
+
+def test_step_decay_that_keeps_dividing_reaches_its_floor_at_one_percent_of_its_peak():
+    """StepLR(100, 0.1) over 600 steps: 1 % of the peak from step 200 while the loss has stalled; the LR
+    keeps dividing (1e-3, 1e-4 of peak...) but trains as good as stopped from there: an early floor."""
+    steps = np.arange(600)
+    lr = 3e-3 * 0.1 ** (steps // 100)
+    loss = noisy(2.3 + 1.2 * np.exp(-np.minimum(steps, 200) / 60), 0.01, 37)
+    [f] = LrScheduleMismatch().check(make_view({"train_loss": (steps, loss), "lr": (steps, lr)}))
+    assert f.evidence["kind"] == "early_floor" and f.evidence["floor_step"] == 200

@@ -51,7 +51,7 @@ class LrScheduleMismatch(Rule):
         "min_points": 5,
         "floor_tolerance": 0.05,
         # an LR this share of its peak counts as at its floor even while it keeps shrinking
-        "negligible_lr_ratio": 1e-3,
+        "negligible_lr_ratio": 0.02,
         "max_floor_ratio": 0.2,
         "max_floor_fraction": 0.4,
         "max_gain_after_floor": 0.15,
