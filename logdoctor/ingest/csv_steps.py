@@ -80,6 +80,12 @@ class StepPlan:
     exclude: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
 
+    def hand_over(self) -> pl.DataFrame:
+        """The frame, no longer held here: `wide_to_tidy` then lets a long log's wide columns go
+        one by one as they become tidy, instead of holding both tables whole."""
+        frame, self.frame = self.frame, pl.DataFrame()
+        return frame
+
 
 def plan(frame: pl.DataFrame) -> StepPlan:
     """The step of each row: the finest usable counter, rebuilt when it restarts every epoch."""

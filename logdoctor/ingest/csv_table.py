@@ -357,28 +357,48 @@ def numeric_columns(frame: pl.DataFrame, exclude: set[str] = frozenset()) -> lis
 
 
 def wide_to_tidy(frame: pl.DataFrame, step_col: str | None, metrics: list[str], wall_col: str | None = None) -> pl.DataFrame:
-    """One column per metric -> tidy rows; blanks (metrics logged on other rows) are dropped."""
+    """One column per metric -> tidy rows; blanks (metrics logged on other rows) are dropped.
+
+    Built so that a long table is held about once: a metric with a value on every row that has a
+    step keeps its own column as its values and shares one step column with the others (no copy);
+    only a metric with blanks is filtered, one at a time, and each wide column is let go as it
+    becomes tidy. So the caller should hand `frame` over without holding it elsewhere (a 315 MB
+    console log: the wide and the tidy table held at once peaked 1.0 GB)."""
+    if not metrics:
+        return empty_scalars()
     if step_col is None:
         step = pl.int_range(0, pl.len(), dtype=pl.Int64)
     else:
         step = pl.col(step_col).cast(pl.Float64, strict=False).round().cast(pl.Int64, strict=False)
-    wall = pl.col(wall_col).cast(pl.Float64, strict=False) if wall_col else pl.lit(None, dtype=pl.Float64)
-    # private names: a metric may itself be called "step", "value" or "wall_time"
-    wide = frame.select(step.alias("__ld_step"), wall.alias("__ld_wall"), *[pl.col(m).cast(pl.Float64, strict=False) for m in metrics])
-    wide = wide.filter(pl.col("__ld_step").is_not_null())
-    if not metrics:
-        return empty_scalars()
+    wall = pl.col(wall_col).cast(pl.Float64, strict=False) if wall_col else None
+    # private names: a metric may itself be called "step", "value" or "wall_time"; each column taken
+    # as a Series, since a select on the wide frame costs time in its width (6,000 per-layer columns
+    # went quadratic: 58 s -> 2 s)
+    columns = frame.select(
+        step.alias("__ld_step"), *([wall.alias("__ld_wall")] if wall is not None else []),
+        *[pl.col(m).cast(pl.Float64, strict=False) for m in metrics],
+    ).get_columns()
+    del frame
+    step_s = columns.pop(0).alias("step")
+    wall_s = columns.pop(0).alias("wall_time") if wall is not None else None
+    stepped = step_s.is_not_null()
+    # the rows with a step, shared by every metric that has a value on each of them
+    n_stepped = int(stepped.sum())
+    shared = [step_s, wall_s] if n_stepped == len(step_s) else [s.filter(stepped) if s is not None else None for s in (step_s, wall_s)]
     # metric by metric, not one unpivot: that holds every blank cell of a sparse table at once (a long
-    # console log: 35 million cells for 14 million values); each column taken as a Series, since a select
-    # on the wide frame costs time in its width (6,000 per-layer columns went quadratic: 58 s -> 2 s)
-    step_s, wall_s = wide.to_series(0).alias("step"), wide.to_series(1).alias("wall_time")
-    long = pl.concat(
-        [
-            pl.DataFrame([step_s, wide.to_series(i).alias("value"), wall_s]).drop_nulls("value").with_columns(metric=pl.lit(m))
-            for i, m in enumerate(metrics, start=2)
-        ]
-    )
-    return tidy(long)
+    # console log: 35 million cells for 14 million values)
+    parts = []
+    for m in metrics:
+        value = columns.pop(0)
+        kept = stepped & value.is_not_null()
+        if int(kept.sum()) == n_stepped:
+            rows = [*shared[:1], value if n_stepped == len(value) else value.filter(stepped), *shared[1:]]
+        else:
+            rows = [step_s.filter(kept), value.filter(kept), *([wall_s.filter(kept)] if wall_s is not None else [])]
+        del value
+        part = pl.DataFrame([r.alias(n) for r, n in zip(rows, ("step", "value", "wall_time")) if r is not None])
+        parts.append(part.with_columns(metric=pl.lit(m)))
+    return tidy(pl.concat(parts))
 
 
 def read(source: Source) -> list[Run]:

@@ -512,13 +512,14 @@ def _scalars(parsed: _Parser, label: str) -> tuple[pl.DataFrame, list[str], list
         raise ReadError(f"{label}: no line with a metric value in this text log")
     frame, notes = _loss_from_perplexity(parsed.wide())
     steps = plan(frame)
+    del frame  # held by `steps` alone, to be handed over
     metrics = [c for c in steps.frame.columns if c not in steps.exclude]
-    scalars = wide_to_tidy(steps.frame, steps.column, metrics)
-    if scalars.is_empty():
-        raise ReadError(f"{label}: no line with a metric value in this text log")
     warnings = []
     if steps.column is not None:
         warnings = stepless_rows(steps.frame, steps.column, metrics) + step_restarts(steps.frame, steps.column)
+    scalars = wide_to_tidy(steps.hand_over(), steps.column, metrics)
+    if scalars.is_empty():
+        raise ReadError(f"{label}: no line with a metric value in this text log")
     notes = steps.notes + notes + _pattern_notes(parsed.patterns)
     if parsed.skipped:
         notes.append(f"{parsed.skipped} line(s) with numbers gave no metric, e.g. {parsed.skipped_example!r}")

@@ -271,7 +271,9 @@ class Records:
         return self.frame.height > 0
 
     def wide(self) -> pl.DataFrame:
-        return self.frame
+        """The records, handed over (not held here too: see `csv_table.wide_to_tidy`)."""
+        frame, self.frame = self.frame, pl.DataFrame()
+        return frame
 
 
 def parse(fh: BinaryIO) -> Records | None:
