@@ -75,10 +75,10 @@ class _Form:
     #: Per block: the record lines' numbers (their place among all record lines) and their values.
     blocks: list[pl.DataFrame] = field(default_factory=list)
 
-    def table(self) -> pl.DataFrame:
-        """All blocks as one (kept as the only block: a long log's values are not held twice)."""
-        self.blocks = [pl.concat(self.blocks)] if self.blocks else []
-        return self.blocks[0] if self.blocks else pl.DataFrame()
+    def take(self) -> pl.DataFrame:
+        """All blocks as one, no longer held here: the records let each column go once read."""
+        blocks, self.blocks = self.blocks, []
+        return pl.concat(blocks) if blocks else pl.DataFrame()
 
 
 def _form(line: str) -> _Form | None:
@@ -299,20 +299,24 @@ def _records(reader: _Reader) -> Records:
     repeats one of its names, then opens one under the same counters."""
     forms = reader.forms
     form = np.concatenate(reader.record_forms) if reader.record_forms else np.zeros(0, dtype=np.int32)
+    reader.record_forms = []
     n = len(form)
     if n == 0:
         return Records(pl.DataFrame(), {}, reader.skipped, reader.skipped_example)
-    tables = [f.table() for f in forms]
+    # each shape's values, each column let go once it is in the records (a long log's values are
+    # then held about once: its shapes' columns turn into the records' one by one)
+    tables = [f.take() for f in forms]
     counted = np.array([f.kind == _COUNTED for f in forms])[form]
     # each record line's counters: its own, or (a value line) those of the record before
     source = np.maximum.accumulate(np.where(counted, np.arange(n), -1))
     counter_names = list(dict.fromkeys(c for f in forms for c in f.counters))
     own = {c: np.full(n, np.nan) for c in counter_names}
-    for f, table in zip(forms, tables):
-        if f.kind == _COUNTED and table.height:
-            lines = table["n"].to_numpy()
+    for i, f in enumerate(forms):
+        if f.kind == _COUNTED and tables[i].height:
+            lines = tables[i]["n"].to_numpy()
             for j, c in enumerate(f.counters):
-                own[c][lines] = table[f"v{j}"].to_numpy()
+                own[c][lines] = tables[i][f"v{j}"].to_numpy()
+            tables[i] = tables[i].drop([f"v{j}" for j in range(len(f.counters))])
     counters = {c: np.where(source >= 0, own.pop(c)[np.maximum(source, 0)], np.nan) for c in counter_names}
     same = np.ones(n - 1, dtype=bool)
     for v in counters.values():
@@ -322,6 +326,7 @@ def _records(reader: _Reader) -> Records:
     overlaps = np.array([bool(names[p // len(forms)] & names[p % len(forms)]) for p in pairs], dtype=bool)
     opens = np.ones(n, dtype=bool)
     opens[1:] = overlaps[pair_of] | (counted[1:] & ~same)
+    del same, pair_of, counted  # a long log's arrays are let go as soon as they are done with
     # a line that joins a record of two lines or more: only its whole set of names says
     current: frozenset[str] = frozenset()
     last = -2
@@ -337,20 +342,30 @@ def _records(reader: _Reader) -> Records:
     row = np.cumsum(opens) - 1
     rows = int(row[-1]) + 1
     order, patterns = _names(forms, form, opens, source)
+    del source, form
     columns = []
     openers = np.flatnonzero(opens)
+    del opens
+    rows_of: dict[int, np.ndarray] = {}  # each shape's lines' rows, while a column of it is left
     for name in order:
         if name in counters:
-            v = counters[name][openers]
+            v = counters.pop(name)[openers]
             where, got = np.flatnonzero(~np.isnan(v)), v[~np.isnan(v)]
         else:
             where, got = [], []
-            for f, table in zip(forms, tables):
-                if name in f.values and table.height:
-                    where.append(row[table["n"].to_numpy()])
-                    got.append(table[f"v{len(f.counters) + f.values.index(name)}"].to_numpy())
-            where, got = np.concatenate(where), np.concatenate(got)
+            for i, f in enumerate(forms):
+                if name in f.values and tables[i].height:
+                    if i not in rows_of:
+                        rows_of[i] = row[tables[i]["n"].to_numpy()]
+                    where.append(rows_of[i])
+                    column = f"v{len(f.counters) + f.values.index(name)}"
+                    got.append(tables[i][column].to_numpy())
+                    tables[i] = tables[i].drop(column)
+                    if tables[i].width == 1:
+                        tables[i], _ = pl.DataFrame(), rows_of.pop(i)
+            where, got = (where[0], got[0]) if len(where) == 1 else (np.concatenate(where), np.concatenate(got))
         columns.append(pl.Series(name, [], dtype=pl.Float64).extend_constant(None, rows).scatter(where, got))
+        del where, got
     return Records(pl.DataFrame(columns), patterns, reader.skipped, reader.skipped_example)
 
 

@@ -71,7 +71,10 @@ class EpochJumps(Rule):
         if c is None:
             return []
         ok = np.isfinite(series.values)
-        steps, y = series.steps[ok], series.values[ok]
+        # the series' own arrays when all is finite; on a long log every point-length array counts
+        # (3.5 M points: 28 MB each), so those done with are let go as the rule goes
+        steps, y = (series.steps, series.values) if ok.all() else (series.steps[ok], series.values[ok])
+        del ok
         starts, source = self._epoch_starts(view, steps, y)
         if len(starts) < self.params["min_epochs"] - 1:
             return []
@@ -86,17 +89,21 @@ class EpochJumps(Rule):
         length = np.diff(edges)
         whole = np.abs(length - period) <= 0.2 * period
         inside &= whole[np.clip(epoch_of, 0, len(whole) - 1)]
-        detrended = y - curves.moving_average(y, period)
+        detrended = curves.moving_average(y, period)
+        np.subtract(y, detrended, out=detrended)
         inside &= np.isfinite(detrended)
         idx = np.flatnonzero(inside)
+        del inside
+        e = epoch_of[idx].astype(np.min_scalar_type(max(len(edges), 1)))
+        del epoch_of
+        r = detrended[idx]
+        del detrended
         needed = self.params["min_epochs"] if source == "epoch counter" else self.params["min_epochs_from_period"]
-        if len(np.unique(epoch_of[idx])) < needed:
+        if len(np.unique(e)) < needed:
             return []
-        e = epoch_of[idx]
         phase = (idx - edges[e]) / length[e]
         bins = int(min(self.params["bins"], period))
-        b = np.minimum((phase * bins).astype(int), bins - 1)
-        r = detrended[idx]
+        b = np.minimum((phase * bins).astype(int), bins - 1).astype(np.min_scalar_type(bins))
         profile = _profile(b, r, bins)
         even = _profile(b[e % 2 == 0], r[e % 2 == 0], bins)
         odd = _profile(b[e % 2 == 1], r[e % 2 == 1], bins)
@@ -170,10 +177,10 @@ def _profile(bins: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """
     # grouped by bin with a stable sort on small integers (a radix sort, linear in the points);
     # within a bin the median does not need the values ordered
-    order = np.argsort(bins.astype(np.min_scalar_type(n)), kind="stable")
-    b, v = bins[order], values[order]
-    starts = np.searchsorted(b, np.arange(n), side="left")
-    stops = np.searchsorted(b, np.arange(n), side="right")
+    v = values[np.argsort(bins.astype(np.min_scalar_type(n)), kind="stable")]
+    counts = np.bincount(bins, minlength=n)[:n]
+    stops = np.cumsum(counts)
+    starts = stops - counts
     out = np.zeros(n)
     for i in np.flatnonzero(stops > starts):
         out[i] = np.median(v[starts[i] : stops[i]])
