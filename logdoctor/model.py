@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-#: Column layout of every run's tidy scalar table, whatever format it came from.
+#: Column layout of every run's tidy scalar table, whatever format it came from. The metric name is
+#: categorical: a run has a handful of names over millions of rows, and text costs 16 bytes a row
+#: (a 315 MB console log's 14 M scalars: 227 MB of names, 57 MB as categories).
 SCALAR_SCHEMA = {
-    "metric": pl.Utf8,
+    "metric": pl.Categorical,
     "step": pl.Int64,
     "value": pl.Float64,
     "wall_time": pl.Float64,
@@ -47,7 +49,7 @@ def tidy(frame: pl.DataFrame) -> pl.DataFrame:
     if "wall_time" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("wall_time"))
     return frame.select(
-        pl.col("metric").cast(pl.Utf8),
+        pl.col("metric").cast(pl.Categorical),
         pl.col("step").cast(pl.Int64),
         pl.col("value").cast(pl.Float64),
         pl.col("wall_time").cast(pl.Float64),

@@ -14,7 +14,7 @@ from _ingest_helpers import only_run
 
 
 def as_dict(run, prefix: str = "") -> dict[tuple[str, int], float]:
-    rows = run.scalars.filter(pl.col("metric").str.starts_with(prefix)).iter_rows(named=True)
+    rows = run.scalars.filter(pl.col("metric").cast(pl.String).str.starts_with(prefix)).iter_rows(named=True)
     return {(r["metric"][len(prefix):], r["step"]): r["value"] for r in rows}
 
 

@@ -397,7 +397,7 @@ def wide_to_tidy(frame: pl.DataFrame, step_col: str | None, metrics: list[str], 
             rows = [step_s.filter(kept), value.filter(kept), *([wall_s.filter(kept)] if wall_s is not None else [])]
         del value
         part = pl.DataFrame([r.alias(n) for r, n in zip(rows, ("step", "value", "wall_time")) if r is not None])
-        parts.append(part.with_columns(metric=pl.lit(m)))
+        parts.append(part.with_columns(metric=pl.lit(m, dtype=pl.Categorical)))
     return tidy(pl.concat(parts))
 
 

@@ -121,7 +121,7 @@ def _drop_orphans(frames: list[pl.DataFrame], names: list[str], notes: list[str]
                 if metric in firsts[i]:
                     cutoff[metric] = min(first, cutoff.get(metric, first))
         if cutoff:
-            cut = pl.DataFrame({"metric": list(cutoff), "_cut": list(cutoff.values())}, schema={"metric": pl.Utf8, "_cut": pl.Int64})
+            cut = pl.DataFrame({"metric": list(cutoff), "_cut": list(cutoff.values())}, schema={"metric": pl.Categorical, "_cut": pl.Int64})
             kept = frame.join(cut, on="metric", how="left", maintain_order="left")
             kept = kept.filter(pl.col("_cut").is_null() | (pl.col("step") < pl.col("_cut"))).drop("_cut")
             dropped = frame.height - kept.height

@@ -116,7 +116,7 @@ class _Collector:
         scalar_tags = [t for t, (_, sc) in self.first_md.items() if sc]
         if (frame.get_column("state") == PENDING).any():
             frame = frame.filter((pl.col("state") == ACCEPT) | pl.col("tag").is_in(scalar_tags))
-        names = pl.Series("metric", [f"{prefix}{t}" for t in self.tag_ids], dtype=pl.Utf8)
+        names = pl.Series("metric", [f"{prefix}{t}" for t in self.tag_ids], dtype=pl.Categorical)
         frame = frame.select(names.gather(frame.get_column("tag")).alias("metric"), "step", "value", "wall_time")
         return EventScalars(frame, self.config, damage, self.undecodable)
 
