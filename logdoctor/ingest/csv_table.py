@@ -326,10 +326,25 @@ def _numbers(table: Table, column: str, kept: pl.Series | None, first_line: int,
     return pl.lit(number).alias(column)
 
 
-def stepless_rows(frame: pl.DataFrame, step: str, metrics: list[str]) -> list[str]:
+def stepless_rows(frame: pl.DataFrame, step: str, metrics: list[str], sparse: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> list[str]:
     """A warning for rows that hold values but no step (nor an epoch to place them by): they cannot
-    be put on the curve, and dropping them unsaid would hide a metric."""
-    lost = frame.select((pl.col(step).is_null() & pl.any_horizontal(pl.col(m).is_not_null() for m in metrics)).sum()).item()
+    be put on the curve, and dropping them unsaid would hide a metric. `sparse`: metrics kept aside
+    as (rows, values), see `wide_to_tidy`."""
+    sparse = sparse or {}
+    dense = [m for m in metrics if m not in sparse]
+    blank = pl.col(step).is_null()
+    if not sparse:
+        return _lost_rows(frame.select((blank & pl.any_horizontal(pl.col(m).is_not_null() for m in dense)).sum()).item())
+    lost = frame.select(blank & pl.any_horizontal(pl.lit(False), *(pl.col(m).is_not_null() for m in dense))).to_series().to_numpy().copy()
+    blank_rows = frame.select(blank).to_series().to_numpy()
+    for m in metrics:
+        if m in sparse:
+            rows = sparse[m][0]
+            lost[rows[blank_rows[rows]]] = True
+    return _lost_rows(int(lost.sum()))
+
+
+def _lost_rows(lost: int) -> list[str]:
     return [f"{lost} row(s) with values but no step skipped"] if lost else []
 
 
@@ -356,8 +371,12 @@ def numeric_columns(frame: pl.DataFrame, exclude: set[str] = frozenset()) -> lis
     return [c for c, dtype in frame.schema.items() if c not in exclude and dtype.is_numeric() and c not in INDEX_COLUMNS]
 
 
-def wide_to_tidy(frame: pl.DataFrame, step_col: str | None, metrics: list[str], wall_col: str | None = None) -> pl.DataFrame:
+def wide_to_tidy(
+    frame: pl.DataFrame, step_col: str | None, metrics: list[str], wall_col: str | None = None,
+    sparse: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> pl.DataFrame:
     """One column per metric -> tidy rows; blanks (metrics logged on other rows) are dropped.
+    A metric in `sparse` is no column of `frame` but its rows (ascending) and values there.
 
     Built so that a long table is held about once: a metric with a value on every row that has a
     step keeps its own column as its values and shares one step column with the others (no copy);
@@ -374,9 +393,10 @@ def wide_to_tidy(frame: pl.DataFrame, step_col: str | None, metrics: list[str], 
     # private names: a metric may itself be called "step", "value" or "wall_time"; each column taken
     # as a Series, since a select on the wide frame costs time in its width (6,000 per-layer columns
     # went quadratic: 58 s -> 2 s)
+    sparse = sparse or {}
     columns = frame.select(
         step.alias("__ld_step"), *([wall.alias("__ld_wall")] if wall is not None else []),
-        *[pl.col(m).cast(pl.Float64, strict=False) for m in metrics],
+        *[pl.col(m).cast(pl.Float64, strict=False) for m in metrics if m not in sparse],
     ).get_columns()
     del frame
     step_s = columns.pop(0).alias("step")
@@ -389,14 +409,21 @@ def wide_to_tidy(frame: pl.DataFrame, step_col: str | None, metrics: list[str], 
     # console log: 35 million cells for 14 million values)
     parts = []
     for m in metrics:
-        value = columns.pop(0)
-        kept = stepped & value.is_not_null()
-        if int(kept.sum()) == n_stepped:
-            rows = [*shared[:1], value if n_stepped == len(value) else value.filter(stepped), *shared[1:]]
+        if m in sparse:  # its rows' steps gathered, the rows without a step dropped
+            at = pl.Series(sparse[m][0])
+            value = pl.Series(sparse[m][1], dtype=pl.Float64)
+            step_at = step_s.gather(at)
+            kept = step_at.is_not_null() & value.is_not_null()
+            got = [step_at.filter(kept), value.filter(kept), wall_s.gather(at).filter(kept) if wall_s is not None else None]
         else:
-            rows = [step_s.filter(kept), value.filter(kept), *([wall_s.filter(kept)] if wall_s is not None else [])]
+            value = columns.pop(0)
+            kept = stepped & value.is_not_null()
+            if int(kept.sum()) == n_stepped:
+                got = [shared[0], value if n_stepped == len(value) else value.filter(stepped), shared[1]]
+            else:
+                got = [step_s.filter(kept), value.filter(kept), wall_s.filter(kept) if wall_s is not None else None]
         del value
-        part = pl.DataFrame([r.alias(n) for r, n in zip(rows, ("step", "value", "wall_time")) if r is not None])
+        part = pl.DataFrame([s.alias(n) for s, n in zip(got, ("step", "value", "wall_time")) if s is not None])
         parts.append(part.with_columns(metric=pl.lit(m, dtype=pl.Categorical)))
     return tidy(pl.concat(parts))
 

@@ -188,6 +188,17 @@ def display(text: str) -> str:
 
 
 @dataclass
+class Wide:
+    """Records as columns (counters and values), in `columns` order: most in `frame`, one row per
+    record; a value given on few records as its rows and values in `sparse` (the column-wise
+    reading's, see `text_log_columns._SPARSE`), read into the tidy table as if it were a column."""
+
+    frame: pl.DataFrame
+    sparse: dict[str, tuple[np.ndarray, np.ndarray]]
+    columns: list[str]
+
+
+@dataclass
 class _Record:
     """One row: the counters of the line that opened it and the values given for them."""
 
@@ -375,7 +386,7 @@ class _Parser:
     def has_values(self) -> bool:
         return bool(self.values)
 
-    def wide(self) -> pl.DataFrame:
+    def wide(self) -> Wide:
         """One row per record holding values, one column per counter and name; a value given again
         in its record (a redraw) keeps the last. Built column by column with numpy: a pivot of a
         long table of millions of values costs gigabytes."""
@@ -397,7 +408,7 @@ class _Parser:
             column[at], missing[at] = values[mine][::-1][last], False
             series = pl.Series(name, column)
             columns.append(series.set(pl.Series(missing), None) if missing.any() else series)
-        return pl.DataFrame(columns)
+        return Wide(pl.DataFrame(columns), {}, list(self.names))
 
 
 def _header_names(line: str) -> list[str] | None:
@@ -439,22 +450,29 @@ def _final(progress: re.Match, line: str) -> bool:
     return progress["count"] == progress["target"] and "ETA" not in line and not keras3_last_batch
 
 
-def _loss_from_perplexity(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+def _loss_from_perplexity(wide: Wide) -> tuple[Wide, list[str]]:
     """With no loss logged, a perplexity's logarithm is the loss (`ppl` -> `loss`,
     `validation_perplexity` -> `validation_loss`); the perplexity stays a metric of its own."""
-    if any(role(c) in _LOSS_ROLES for c in frame.columns):
-        return frame, []
+    if any(role(c) in _LOSS_ROLES for c in wide.columns):
+        return wide, []
     added, notes = [], []
-    for column in frame.columns:
+    for column in list(wide.columns):
         words = column.split("_")
         if words[-1] not in _PERPLEXITY:
             continue
         name = "_".join(words[:-1] + ["loss"])
-        if name in frame.columns or role(name) not in _LOSS_ROLES:
+        if name in wide.columns or role(name) not in _LOSS_ROLES:
             continue
-        added.append(pl.col(column).log().alias(name))
+        if column in wide.sparse:
+            rows, values = wide.sparse[column]
+            wide.sparse[name] = (rows, pl.Series(values, dtype=pl.Float64).log().to_numpy())
+        else:
+            added.append(pl.col(column).log().alias(name))
+        wide.columns.append(name)
         notes.append(f"{name} = ln({column}): no loss logged beside the perplexity")
-    return (frame.with_columns(added), notes) if added else (frame, [])
+    if added:
+        wide.frame = wide.frame.with_columns(added)
+    return wide, notes
 
 
 def read(source: Source) -> list[Run]:
@@ -510,14 +528,14 @@ def _scalars(parsed: _Parser, label: str) -> tuple[pl.DataFrame, list[str], list
     """Records (from either reading) -> tidy scalars, notes and warnings."""
     if not parsed.has_values:
         raise ReadError(f"{label}: no line with a metric value in this text log")
-    frame, notes = _loss_from_perplexity(parsed.wide())
-    steps = plan(frame)
-    del frame  # held by `steps` alone, to be handed over
-    metrics = [c for c in steps.frame.columns if c not in steps.exclude]
+    wide, notes = _loss_from_perplexity(parsed.wide())
+    steps = plan(wide.frame)
+    wide.frame = pl.DataFrame()  # held by `steps` alone, to be handed over
+    metrics = [c for c in wide.columns if c not in steps.exclude]
     warnings = []
-    if steps.column is not None:
-        warnings = stepless_rows(steps.frame, steps.column, metrics) + step_restarts(steps.frame, steps.column)
-    scalars = wide_to_tidy(steps.hand_over(), steps.column, metrics)
+    if steps.column is not None and metrics:
+        warnings = stepless_rows(steps.frame, steps.column, metrics, wide.sparse) + step_restarts(steps.frame, steps.column)
+    scalars = wide_to_tidy(steps.hand_over(), steps.column, metrics, sparse=wide.sparse)
     if scalars.is_empty():
         raise ReadError(f"{label}: no line with a metric value in this text log")
     notes = steps.notes + notes + _pattern_notes(parsed.patterns)

@@ -37,8 +37,9 @@ from typing import BinaryIO
 import numpy as np
 import polars as pl
 
+from .csv_steps import grain
 from .text_line import _DIGITS, Shape, extract
-from .text_log import _ANSI, _COUNTER_WORD, _KERAS_EPOCH, _PROGRESS, _YOLO_ROW, _header_names, ascii_forms, display, is_table_header
+from .text_log import _ANSI, _COUNTER_WORD, _KERAS_EPOCH, _PROGRESS, _YOLO_ROW, Wide, _header_names, ascii_forms, display, is_table_header
 
 #: Bytes read at a time: a block costs about eight times this while it is read (its text, its lines, their layouts).
 _BLOCK = 8 << 20
@@ -50,6 +51,10 @@ _RUNS = re.compile("\x00+")
 _MAX_SLOTS = 256
 #: What marks a digit run in a shape's key (a line holding it is read line by line).
 _MARK = "\x00"
+#: A value name given on fewer than one record in this many is kept as its values and their rows,
+#: not as a column of the wide table (a validation loss every 1,000 steps of a 3.5 M-record log
+#: would hold 28 MB for 3,500 values).
+_SPARSE = 4
 
 # What a non-blank line is, by its shape.
 _TEXT = 0  # no digit
@@ -261,19 +266,19 @@ class _Reader:
 class Records:
     """What `text_log._Parser` holds after a file, made column-wise: the same `wide()` and notes."""
 
-    frame: pl.DataFrame
+    table: Wide
     patterns: dict[str, str]
     skipped: int
     skipped_example: str
 
     @property
     def has_values(self) -> bool:
-        return self.frame.height > 0
+        return self.table.frame.height > 0
 
-    def wide(self) -> pl.DataFrame:
+    def wide(self) -> Wide:
         """The records, handed over (not held here too: see `csv_table.wide_to_tidy`)."""
-        frame, self.frame = self.frame, pl.DataFrame()
-        return frame
+        table, self.table = self.table, Wide(pl.DataFrame(), {}, [])
+        return table
 
 
 def parse(fh: BinaryIO) -> Records | None:
@@ -302,7 +307,7 @@ def _records(reader: _Reader) -> Records:
     reader.record_forms = []
     n = len(form)
     if n == 0:
-        return Records(pl.DataFrame(), {}, reader.skipped, reader.skipped_example)
+        return Records(Wide(pl.DataFrame(), {}, []), {}, reader.skipped, reader.skipped_example)
     # each shape's values, each column let go once it is in the records (a long log's values are
     # then held about once: its shapes' columns turn into the records' one by one)
     tables = [f.take() for f in forms]
@@ -344,6 +349,7 @@ def _records(reader: _Reader) -> Records:
     order, patterns = _names(forms, form, opens, source)
     del source, form
     columns = []
+    sparse: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     openers = np.flatnonzero(opens)
     del opens
     rows_of: dict[int, np.ndarray] = {}  # each shape's lines' rows, while a column of it is left
@@ -364,9 +370,15 @@ def _records(reader: _Reader) -> Records:
                     if tables[i].width == 1:
                         tables[i], _ = pl.DataFrame(), rows_of.pop(i)
             where, got = (where[0], got[0]) if len(where) == 1 else (np.concatenate(where), np.concatenate(got))
+            if counter_names and len(got) * _SPARSE < rows and grain(name) is None:
+                # a value no step is read from, with counters beside it; its rows in order, as a
+                # column would hold them (its shapes' lines come one shape after another)
+                by_row = np.argsort(where, kind="stable")
+                sparse[name] = (where[by_row], got[by_row])
+                continue
         columns.append(pl.Series(name, [], dtype=pl.Float64).extend_constant(None, rows).scatter(where, got))
         del where, got
-    return Records(pl.DataFrame(columns), patterns, reader.skipped, reader.skipped_example)
+    return Records(Wide(pl.DataFrame(columns), sparse, order), patterns, reader.skipped, reader.skipped_example)
 
 
 def _names(forms: list[_Form], form: np.ndarray, opens: np.ndarray, source: np.ndarray) -> tuple[list[str], dict[str, str]]:
