@@ -577,6 +577,9 @@ def explain(code: str = typer.Argument(..., help="A rule code, e.g. crawl.")) ->
 
 
 def main() -> None:
+    from .allocators import return_freed_memory
+
+    return_freed_memory()
     # a terminal or pipe that cannot encode the status marks and sparklines (PYTHONIOENCODING=ascii,
     # a legacy code page) gets '?' for them, never a UnicodeEncodeError traceback
     for stream in (sys.stdout, sys.stderr):

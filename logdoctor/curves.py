@@ -191,8 +191,9 @@ class Buckets:
 def buckets(steps: np.ndarray, values: np.ndarray, max_points: int = MAX_POINTS) -> Buckets:
     """Median / min / max of consecutive buckets of finite points; identity when short."""
     ok = np.isfinite(values)
-    s = np.asarray(steps)[ok]
-    v = np.asarray(values, dtype=float)[ok]
+    s, v = np.asarray(steps), np.asarray(values, dtype=float)
+    if not ok.all():  # masked copies only when something is left out (a long series: 28 MB each)
+        s, v = s[ok], v[ok]
     n = len(v)
     size = max(1, math.ceil(n / max_points))
     if size == 1:
@@ -299,7 +300,8 @@ def trend(x: np.ndarray, y: np.ndarray, max_points: int = 400) -> Trend:
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     ok = np.isfinite(x) & np.isfinite(y)
-    x, y = x[ok], y[ok]
+    if not ok.all():
+        x, y = x[ok], y[ok]
     n = len(y)
     if n < 3 or np.all(y == y[0]):
         return Trend(0.0, 0.0, 1.0, n)

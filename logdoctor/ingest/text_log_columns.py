@@ -327,11 +327,17 @@ def _records(reader: _Reader) -> Records:
     for v in counters.values():
         same &= (v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1]))
     names = [frozenset(f.values) for f in forms]
-    pairs, pair_of = np.unique(form[:-1].astype(np.int64) * len(forms) + form[1:], return_inverse=True)
-    overlaps = np.array([bool(names[p // len(forms)] & names[p % len(forms)]) for p in pairs], dtype=bool)
+    # whether two shapes share a name, for each pair of shapes that follow one another (a table
+    # over the pairs, not a sort of the lines' pair codes)
+    pair_of = form[:-1].astype(np.int64) * len(forms) + form[1:]
+    overlaps = np.zeros(len(forms) ** 2, dtype=bool)
+    seen = np.zeros(len(forms) ** 2, dtype=bool)
+    seen[pair_of] = True
+    for p in np.flatnonzero(seen).tolist():
+        overlaps[p] = bool(names[p // len(forms)] & names[p % len(forms)])
     opens = np.ones(n, dtype=bool)
     opens[1:] = overlaps[pair_of] | (counted[1:] & ~same)
-    del same, pair_of, counted  # a long log's arrays are let go as soon as they are done with
+    del same, pair_of, seen, counted  # a long log's arrays are let go as soon as they are done with
     # a line that joins a record of two lines or more: only its whole set of names says
     current: frozenset[str] = frozenset()
     last = -2
@@ -386,7 +392,14 @@ def _names(forms: list[_Form], form: np.ndarray, opens: np.ndarray, source: np.n
     it opens, then the line's values), and each value's first line shape."""
     counters_from = np.where(source >= 0, form[np.maximum(source, 0)], -1)
     code = (form.astype(np.int64) * 2 + opens) * (len(forms) + 1) + counters_from + 1
-    _, first = np.unique(code, return_index=True)
+    span = 2 * len(forms) * (len(forms) + 1)
+    if span <= len(code):  # each code's first line from a table over the codes, not a sort of the lines
+        first = np.full(span, len(code))
+        np.minimum.at(first, code, np.arange(len(code)))
+        first = first[first < len(code)]
+    else:
+        _, first = np.unique(code, return_index=True)
+    del code
     order: dict[str, None] = {}
     patterns: dict[str, str] = {}
     for k in np.sort(first).tolist():

@@ -62,7 +62,8 @@ class GradNormTrend(Rule):
         ok = np.isfinite(grad.values) & (grad.values > 0)
         if ok.sum() < self.params["min_points"]:
             return []
-        steps, logs = grad.steps[ok], np.log10(grad.values[ok])
+        steps, logs = (grad.steps, np.log10(grad.values)) if ok.all() else (grad.steps[ok], np.log10(grad.values[ok]))
+        del ok
         first, last = float(steps[0]), float(steps[-1])
         span = last - first
         if span <= 0:
