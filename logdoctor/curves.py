@@ -590,27 +590,28 @@ def _build(series: Series, max_points: int) -> Curve | None:
     )
 
 
-def _start_level(y: np.ndarray) -> float:
-    """Where a curve starts: the median of its first few points.
+def _edge_points(n: int) -> int:
+    """How many of a curve's first (or last) points read its level at that edge.
 
     Few enough to sit near the top of a steep initial descent (a rolling
     median there would already be well down it), enough (3 from 30 points,
-    1 % of long series) that one odd first value is not taken for the start.
+    1 % of long series) that one odd value is not taken for the level.
     """
-    n = len(y)
-    k = 1 if n < 30 else max(3, round(0.01 * n))
-    return float(np.median(y[:k]))
+    return 1 if n < 30 else max(3, round(0.01 * n))
+
+
+def _start_level(y: np.ndarray) -> float:
+    """Where a curve starts: the median of its first few points (`_edge_points`)."""
+    return float(np.median(y[: _edge_points(len(y))]))
 
 
 def end_level(y: np.ndarray) -> float:
-    """Where a curve ends: the median of its last few points (as many as `_start_level` takes).
+    """Where a curve ends: the median of its last few points (`_edge_points`).
 
     A curve still moving when the run stops is read at its edge; the rolling
     median there (`Curve.end`) stands about a quarter window back.
     """
-    n = len(y)
-    k = 1 if n < 30 else max(3, round(0.01 * n))
-    return float(np.median(y[-k:]))
+    return float(np.median(y[-_edge_points(len(y)) :]))
 
 
 def sigmoid(x: float) -> float:
