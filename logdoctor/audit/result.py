@@ -45,6 +45,7 @@ class RunResult:
 
     @classmethod
     def from_diagnosis(cls, rd: RunDiagnosis) -> "RunResult":
+        losses = loss_arrays(rd.run, rd.roles)
         return cls(
             run=rd.run.name,
             path=rd.run.path,
@@ -54,8 +55,8 @@ class RunResult:
             findings=[f.to_json() for f in rd.findings],
             warnings=list(rd.run.warnings),
             params=flatten_params(rd.run.config),
-            stats=loss_stats(rd.run, rd.roles),
-            curves=loss_curves(rd.run, rd.roles),
+            stats=loss_stats(rd.run, losses),
+            curves=loss_curves(losses),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -114,23 +115,17 @@ class RunResult:
         return RunDiagnosis(run=run, roles=dict(self.roles), findings=findings)
 
 
-def loss_stats(run: Run, roles: dict[str, str]) -> dict[str, Any]:
-    """Final and best train/validation loss and the last step logged.
+def loss_stats(run: Run, losses: dict[str, tuple[np.ndarray | None, np.ndarray | None]]) -> dict[str, Any]:
+    """Final and best train/validation loss (of `loss_arrays`) and the last step logged.
 
-    Read straight off the tidy table with the roles the diagnosis already
-    assigned (no second RunView: splitting the table again costs more than
-    this). "Final" is the value at the last step, the last one logged there.
+    "Final" is the value at the last step, the last one logged there.
     """
     out: dict[str, Any] = {}
     scalars = run.scalars
-    for role in ("train_loss", "val_loss"):
-        name = roles.get(role)
-        part = scalars.filter(pl.col("metric") == name) if name and not scalars.is_empty() else None
-        if part is None or part.is_empty():
+    for role, (steps, values) in losses.items():
+        if steps is None:
             out[f"{role}_final"] = out[f"{role}_best"] = None
             continue
-        steps = part.get_column("step").to_numpy()
-        values = part.get_column("value").to_numpy()
         last = len(steps) - 1 - int(np.argmax(steps[::-1]))  # last row logged at the largest step
         finite = values[np.isfinite(values)]
         out[f"{role}_final"] = float(values[last])
@@ -139,16 +134,22 @@ def loss_stats(run: Run, roles: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def loss_curves(run: Run, roles: dict[str, str]) -> dict[str, dict[str, list]]:
-    """The run's train and validation loss, each thinned by `thin_curve` (roles it does not log are left out)."""
-    out = {}
+def loss_arrays(run: Run, roles: dict[str, str]) -> dict[str, tuple[np.ndarray | None, np.ndarray | None]]:
+    """The train and validation loss as (steps, values) in logged order, (None, None) for a role the run
+    does not log. Read straight off the tidy table with the roles the diagnosis already assigned (no
+    second RunView: indexing the table again costs more than this)."""
+    out: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
     scalars = run.scalars
     for role in ("train_loss", "val_loss"):
         name = roles.get(role)
         part = scalars.filter(pl.col("metric") == name) if name and not scalars.is_empty() else None
-        if part is not None and not part.is_empty():
-            out[role] = thin_curve(part.get_column("step").to_numpy(), part.get_column("value").to_numpy())
+        out[role] = (None, None) if part is None or part.is_empty() else (part.get_column("step").to_numpy(), part.get_column("value").to_numpy())
     return out
+
+
+def loss_curves(series: dict[str, tuple[np.ndarray | None, np.ndarray | None]]) -> dict[str, dict[str, list]]:
+    """The train and validation loss of `loss_arrays`, each thinned by `thin_curve` (roles not logged left out)."""
+    return {role: thin_curve(steps, values) for role, (steps, values) in series.items() if steps is not None}
 
 
 def thin_curve(steps: np.ndarray, values: np.ndarray, points: int = CURVE_POINTS) -> dict[str, list]:
