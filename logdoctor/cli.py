@@ -217,9 +217,11 @@ def analyze(
         with _progress("diagnosing", enabled=not quiet) as progress:
             diagnosis = run_analysis(path, _rules_only(config), progress=progress)
     except ReadError as exc:
+        _empty_json_report(path, [str(exc)], fmt, output, config)
         raise fail(str(exc)) from None
     _print_skipped(diagnosis.errors)
     if not diagnosis.runs:
+        _empty_json_report(path, diagnosis.errors or [f"{path}: no training log found"], fmt, output, config)
         raise _nothing_read(path, diagnosis.errors)
     if replay_ckpt is not None:
         from rich.markup import escape
@@ -321,6 +323,16 @@ def _print_skipped(errors: list[str]) -> None:
     err = _console(stderr=True)
     for line in errors:
         err.print(f"[yellow]skipped:[/] {escape(line)}", highlight=False, markup=True, soft_wrap=True)
+
+
+def _empty_json_report(path: Path, skipped: list[str], fmt: OutputFormat, output: Optional[Path], config) -> None:
+    """With `--format json`, nothing usable is still a report: no runs, and `skipped` says why
+    (a script reading stdout gets JSON; the exit code stays 2)."""
+    if fmt != OutputFormat.json:
+        return
+    from .model import Diagnosis, printable
+
+    _emit(Diagnosis(root=printable(str(path)), runs=[], errors=skipped), fmt, output, Style(quiet=True, config_source=config.source))
 
 
 def _nothing_read(path: Path, errors: list[str]) -> "typer.Exit":

@@ -152,3 +152,23 @@ def test_colon_words_from_a_log_are_printed_as_written_never_as_emoji(tmp_path):
         out = invoke(*args).output
         assert "run:fire:" in out and "🔥" not in out and "🚋" not in out
     assert ":train:" in invoke("inspect", str(tmp_path)).output
+
+
+@pytest.mark.parametrize("content", [None, "hello 1\nworld 2\n"])
+def test_json_with_nothing_usable_is_still_a_report_that_says_why(tmp_path, content):
+    """A script reading `-f json` gets a document, not an empty stdout: no runs, `skipped` says why,
+    and the exit code stays 2 (an input error, not a clean bill of health)."""
+    target = tmp_path / "prose.log"
+    if content is not None:
+        target.write_text(content)
+    result = invoke("analyze", str(target), "-f", "json")
+    doc = json.loads(result.stdout)
+    validate(doc)
+    assert result.exit_code == 2 and doc["runs"] == [] and doc["summary"]["skipped"] == 1
+    assert doc["skipped"][0].startswith(str(target)) and str(target) in result.stderr
+
+
+def test_json_of_unusable_stdin_is_a_report_too():
+    result = invoke("analyze", "-", "-f", "json", input="no numbers here\n")
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 2 and doc["runs"] == [] and doc["skipped"][0].startswith("<stdin>")
