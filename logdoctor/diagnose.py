@@ -19,7 +19,9 @@ from pathlib import Path
 from .config import Config
 from .ingest import load_runs
 from .learning import Learning, judge
+from .claims import measured_change, refutation
 from .model import SEVERITY_RANK, Diagnosis, Finding, Run, RunDiagnosis, printable
+from .numbers import fmt_num
 from .rules import all_rules
 from .view import RunView
 
@@ -91,7 +93,21 @@ def diagnose_run(run: Run, config: Config, rules: list | None = None) -> RunDiag
         run.warnings.append(f"the did-it-learn judgement failed on this run ({type(exc).__name__}: {exc})")
         learning = Learning(None, "not judged")
     findings, lead = _lead_for(learning, findings, config)
+    findings = _proven(findings, view, run)
+    lead = lead if lead in findings else None
     return RunDiagnosis(run=run, roles=view.roles, findings=rank(findings, lead), learning=learning)
+
+
+def _proven(findings: list[Finding], view: RunView, run: Run) -> list[Finding]:
+    """The findings whose headline their own numbers prove; a refuted one is withdrawn with a line."""
+    kept = []
+    for f in findings:
+        why = refutation(f, view.metric(f.metric) if f.metric else None)
+        if why is None:
+            kept.append(f)
+        else:
+            run.warnings.append(f"finding {f.code} withdrawn: its own numbers refute it ({why})")
+    return kept
 
 
 def _lead_for(learning: Learning, findings: list[Finding], config: Config) -> tuple[list[Finding], Finding | None]:
@@ -112,20 +128,36 @@ def _lead_for(learning: Learning, findings: list[Finding], config: Config) -> tu
     if not config.rule_enabled(learning.code):
         return findings, None
     rule = all_rules()[learning.code](config.thresholds(learning.code))
-    start, end = learning.evidence["loss_start"], learning.evidence["loss_end"]
     lead = rule.finding(
         learning.series,
-        title=(
-            f"{learning.series.name} did not learn: {learning.reason} ({start:.4g} at the start, {end:.4g} at the end)"
-            if learning.learned is False
-            else f"{learning.reason} (loss {start:.4g} at the start, {end:.4g} at the end)"
-        ),
+        title=_lead_title(learning),
         steps=learning.steps,
         confidence=learning.confidence,
-        severity="critical" if learning.learned is False else "warning",
+        severity=learning.severity if learning.learned is False else "warning",
         evidence={"learned": learning.learned, "reason": learning.reason, **learning.evidence},
     )
     return [*findings, lead], lead
+
+
+def _lead_title(learning: Learning) -> str:
+    """The judgement's headline, stating the numbers that prove it (checked by `claims`)."""
+    ev, name = learning.evidence, learning.series.name
+    change = measured_change(ev["loss_start"], ev["loss_end"], ev.get("change_noise"))
+    if learning.learned is not False:
+        return f"{learning.reason} (loss {change})"
+    claim = ev.get("claim")
+    if claim == "never_below_first":
+        return (
+            f"{name} did not learn: {learning.reason} (first {fmt_num(ev['loss_start'])}, best "
+            f"{fmt_num(ev['val_loss_best'])}, within its noise ±{fmt_num(ev['change_noise'])}; "
+            f"{fmt_num(ev['loss_end'])} at the end)"
+        )
+    if "metric" in ev:
+        return (
+            f"{name} did not learn: {ev['metric']} is 0 at its last {ev['metric_zero_points']} evaluations "
+            f"(loss {change})"
+        )
+    return f"{name} did not learn: {learning.reason} ({change})"
 
 
 def analyze(path: str | Path, config: Config | None = None, progress: Callable[[int, int], None] | None = None) -> Diagnosis:

@@ -75,6 +75,8 @@ ROSE_SHARE = 0.05
 GENERATOR_RISE, GENERATOR_OVER_DISCRIMINATOR = 0.5, 10.0
 #: A task metric frozen at 0 beside a loss whose exp(-loss) is at least this is broken, not the run.
 BROKEN_METRIC_PROBABILITY = 0.1
+#: A validation loss ending this share below its first evaluation improved, whatever its swings.
+VAL_CLEAR_SHARE = 0.02
 #: Point noise above this share of the loss's level: the loss bounces (oscillate).
 BOUNCE_SHARE = 0.08
 
@@ -93,6 +95,10 @@ class Learning:
     confidence: float = 0.0
     steps: tuple[int, int] | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
+    #: "critical" when the run failed an absolute reference (no fall at all, chance, a task metric
+    #: at 0); None when only a relative one (validation never improved on its first evaluation),
+    #: where the named rule's documented severity holds.
+    severity: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"learned": self.learned, "reason": self.reason, **({"code": self.code} if self.code else {})}
@@ -124,34 +130,37 @@ def judge(view: RunView) -> Learning:
         return Learning(None, "too few loss points to judge")
     if _another_part_learned(view, loss):
         return Learning(True, "a part of the loss fell beyond its noise")
-    evidence = {"loss_start": levels.start, "loss_end": levels.end, "level_error": levels.error}
+    noise = LEVEL_Z * levels.error
+    evidence = {"loss_start": levels.start, "loss_end": levels.end, "change_noise": noise}
     steps = (levels.first_step, levels.last_step)
     confidence = 0.7 + 0.25 * min(1.0, levels.n / 20)
-    no_lower = levels.end >= levels.start - LEVEL_Z * levels.error and not _validation_improved(view, loss)
+    chance = _at_chance(view, levels.end)
+    no_lower = levels.end >= levels.start - noise and not _validation_improved(view, loss, chance)
     window = no_lower and _starts_mid_run(view, loss)
     if no_lower and not window:
-        rose = levels.end - levels.start > max(LEVEL_Z * levels.error, ROSE_SHARE * abs(levels.start))
+        rose = levels.end - levels.start > max(noise, ROSE_SHARE * abs(levels.start))
         blew_up = curves.nonfinite(loss) is not None
         code = "diverge" if rose or blew_up else "oscillate" if levels.bounce > BOUNCE_SHARE else "flat"
-        reason = "rose above its start and stayed there" if rose else "ended no lower than it started"
-        return Learning(False, reason, code, loss, confidence, steps, evidence)
-    chance = _at_chance(view, levels.end)
+        reason, claim = ("rose above its start and stayed there", "rose") if rose else (
+            ("ended no lower than it started", "no_fall") if levels.end >= levels.start else ("fell no further than its noise", "no_fall")
+        )
+        return Learning(False, reason, code, loss, confidence, steps, {**evidence, "claim": claim}, "critical")
     if chance is not None:
         reason, extra = chance
-        code = "crawl" if _still_falling(loss) else "flat"
-        return Learning(False, reason, code, loss, max(confidence, 0.85), steps, {**evidence, **extra})
+        code = "crawl" if _still_falling(loss) and levels.start > extra["chance_level"] + 2 * extra["chance_tolerance"] else "flat"
+        return Learning(False, reason, code, loss, max(confidence, 0.85), steps, {**evidence, **extra, "claim": "at_chance"}, "critical")
     metric = next((m for m in (view.series("val_acc"), view.series("train_acc")) if m is not None and _ends_at_zero(m)), None)
     if metric is not None:
         # an accuracy that never left 0 while the loss says the right class gets a fair share of
         # the probability (exp(-loss) of 0.1 or more) is a broken metric (accuracy on a regression
         # target, a miscounted accuracy), which `val_metric_constant` names
-        extra = {"metric": metric.name, "metric_end": 0.0}
+        extra = {"metric": metric.name, "metric_end": 0.0, "metric_zero_points": _zero_tail(metric)}
         plain_accuracy = _is_accuracy(metric.name)
         if plain_accuracy and curves.frozen(metric.values) and math.exp(-max(levels.end, 0.0)) >= BROKEN_METRIC_PROBABILITY:
             reason = f"the loss fell, but {metric.name} is 0 at every point: the metric is broken, not the run"
             return Learning(True, reason, "val_metric_constant", metric, 0.8, steps, {**evidence, **extra})
         code = "crawl" if _still_falling(loss) else "flat"
-        return Learning(False, f"{metric.name} ends at 0", code, loss, 0.85, steps, {**evidence, **extra})
+        return Learning(False, f"{metric.name} ends at 0", code, loss, 0.85, steps, {**evidence, **extra}, "critical")
     if loss.name == (view.roles.get("train_loss")):
         unseen = _validation_never_improved(view)
         if unseen is not None:
@@ -167,14 +176,14 @@ def _judge_return(view: RunView, reward: Series) -> Learning:
     levels = _levels(reward, MIN_POINTS)
     if levels is None:
         return Learning(None, "reinforcement learning: too few return points to judge")
-    evidence = {"loss_start": levels.start, "loss_end": levels.end, "level_error": levels.error}
+    evidence = {"loss_start": levels.start, "loss_end": levels.end, "change_noise": LEVEL_Z * levels.error}
     if levels.end > levels.start + LEVEL_Z * levels.error:
         return Learning(True, "the return rose beyond its noise", evidence=evidence)
     if _starts_mid_run(view, reward):
         return Learning(None, "the log starts mid-run: its first return is no start", evidence=evidence)
     confidence = 0.7 + 0.2 * min(1.0, levels.n / 50)
     reason = "the return ended no higher than it started"
-    return Learning(False, reason, "flat", reward, confidence, (levels.first_step, levels.last_step), evidence)
+    return Learning(False, reason, "flat", reward, confidence, (levels.first_step, levels.last_step), evidence, "critical")
 
 
 def _judge_adversarial(view: RunView) -> Learning:
@@ -190,9 +199,9 @@ def _judge_adversarial(view: RunView) -> Learning:
     g_init = float(np.median(gen.values[gen.finite][:3]))
     rose = g.end - g_init > max(LEVEL_Z * g.error, GENERATOR_RISE * abs(g_init))
     if rose and 0 <= d.end * GENERATOR_OVER_DISCRIMINATOR <= g.end:
-        evidence = {"loss_start": g_init, "loss_end": g.end, "level_error": g.error, "discriminator_end": d.end}
+        evidence = {"loss_start": g_init, "loss_end": g.end, "change_noise": LEVEL_Z * g.error, "discriminator_end": d.end, "claim": "rose"}
         reason = f"the discriminator won ({disc.name} ends at {d.end:.3g}, {gen.name} at {g.end:.3g}) and the generator stopped learning"
-        return Learning(False, reason, "diverge", gen, 0.8, (g.first_step, g.last_step), evidence)
+        return Learning(False, reason, "diverge", gen, 0.8, (g.first_step, g.last_step), evidence, "critical")
     return Learning(None, "adversarial losses hover by design")
 
 
@@ -248,14 +257,24 @@ def _another_part_learned(view: RunView, loss: Series) -> bool:
     return False
 
 
-def _validation_improved(view: RunView, loss: Series) -> bool:
-    """A noisy training loss can hide learning its validation loss or score shows beyond noise."""
+def _validation_improved(view: RunView, loss: Series, chance: tuple[str, dict[str, Any]] | None) -> bool:
+    """A noisy training loss can hide learning its validation loss or score shows beyond noise.
+
+    Improved means better than where the model began, not only than an inflated first
+    evaluation: the validation loss must also end clearly below the training loss's first
+    level (a classifier's first loss is its chance level at initialisation), and a plain
+    accuracy must end beyond chance where the run's chance level is known."""
     if loss.name != view.roles.get("train_loss"):
         return False
-    for role, sign in (("val_loss", -1.0), ("val_acc", 1.0)):
-        levels = _levels(view.series(role))
-        if levels is not None and sign * (levels.end - levels.start) > LEVEL_Z * levels.error:
+    train = _levels(loss, MIN_POINTS)
+    val = _levels(view.series("val_loss"))
+    if val is not None and val.start - val.end > LEVEL_Z * val.error:
+        if train is None or _starts_mid_run(view, loss) or val.end < train.start - LEVEL_Z * val.error:
             return True
+    score = view.series("val_acc")
+    levels = _levels(score)
+    if levels is not None and levels.end - levels.start > LEVEL_Z * levels.error:
+        return chance is None or "accuracy_end" not in chance[1]
     return False
 
 
@@ -279,24 +298,35 @@ def _starts_mid_run(view: RunView, loss: Series) -> bool:
 
 
 def _at_chance(view: RunView, loss_end: float) -> tuple[str, dict[str, Any]] | None:
-    """'ends at chance' with its numbers, when the loss sits at ln K for the run's K."""
-    k = class_count(view.run.config)
+    """'ends at chance' with its numbers, when the loss sits at ln K for the run's K.
+
+    K is tried from the config's class count, then from a plain accuracy ending near 1/K
+    (a config can be wrong: `num_classes: 200` on a run whose accuracy sits at exactly 10 %);
+    a K whose chance accuracy the run's accuracy clearly beats is no chance level of this run."""
     accuracy = _accuracy_end(view)
-    if k is None and accuracy is not None and 0 < accuracy <= 0.55:
-        k = round(1 / accuracy)
-        if k < 2 or abs(accuracy - 1 / k) > max(0.03, CHANCE_ACC_TOLERANCE / k):
-            return None
-    elif k is not None and accuracy is not None and accuracy > 1 / k + max(0.03, CHANCE_ACC_TOLERANCE / k):
-        return None  # the accuracy beat chance: the loss only looks like ln K
-    if k is None:
+    candidates = [k for k in (class_count(view.run.config), _k_from_accuracy(accuracy)) if k is not None]
+    for k in dict.fromkeys(candidates):
+        if accuracy is not None and accuracy > 1 / k + max(0.03, CHANCE_ACC_TOLERANCE / k):
+            continue  # the accuracy beat chance: the loss only looks like ln K
+        chance = math.log(k)
+        tolerance = CHANCE_LOSS_TOLERANCE * chance
+        if abs(loss_end - chance) > tolerance:
+            continue
+        extra: dict[str, Any] = {"classes": k, "chance_level": chance, "chance_tolerance": tolerance}
+        if accuracy is not None:
+            extra["accuracy_end"] = accuracy
+        return f"ends at chance (ln {k} = {chance:.4g})", extra
+    return None
+
+
+def _k_from_accuracy(accuracy: float | None) -> int | None:
+    """The class count an accuracy sitting at chance says (1/K within tolerance), if it says one."""
+    if accuracy is None or not 0 < accuracy <= 0.55:
         return None
-    chance = math.log(k)
-    if abs(loss_end - chance) > CHANCE_LOSS_TOLERANCE * chance:
+    k = round(1 / accuracy)
+    if k < 2 or abs(accuracy - 1 / k) > max(0.03, CHANCE_ACC_TOLERANCE / k):
         return None
-    extra: dict[str, Any] = {"classes": k, "ln_k": chance}
-    if accuracy is not None:
-        extra["accuracy_end"] = accuracy
-    return f"ends at chance (ln {k} = {chance:.3g})", extra
+    return k
 
 
 def _accuracy_end(view: RunView) -> float | None:
@@ -326,6 +356,13 @@ def _ends_at_zero(series: Series) -> bool:
     return bool(np.all(tail == 0.0))
 
 
+def _zero_tail(series: Series) -> int:
+    """How many closing points of a task metric are exactly 0."""
+    y = series.values[series.finite]
+    nonzero = np.flatnonzero(y != 0.0)
+    return int(len(y) - (nonzero[-1] + 1 if len(nonzero) else 0))
+
+
 def _still_falling(series: Series) -> bool:
     """The loss's last third still lies clearly below its middle third: it is crawling, not stuck."""
     y = series.values[series.finite]
@@ -352,7 +389,12 @@ def _fell_over(train: Series | None, span: np.ndarray) -> bool:
 
 
 def _validation_never_improved(view: RunView) -> Learning | None:
-    """Training fell, validation never got below its first evaluation and its score never rose."""
+    """Training fell, validation never got clearly below its first evaluation and its score never rose.
+
+    Clearly: its best by more than the noise of a change between two single evaluations,
+    and its end by more than that noise or 2 % of the first evaluation, whichever is less (a
+    validation series that swings widely has a large noise; one that ends 12 % below its first
+    evaluation learned, however wide its swings)."""
     val = view.series("val_loss")
     levels = _levels(val)
     if val is None or levels is None:
@@ -361,17 +403,19 @@ def _validation_never_improved(view: RunView) -> Learning | None:
     rest = val.values[val.finite][1:]
     if not _fell_over(view.series("train_loss"), val.steps[val.finite][[0, -1]]):
         return None  # training stalled over the same span: a stall, not memorisation
-    if float(np.min(rest)) < first - LEVEL_Z * levels.error * math.sqrt(2.0):
+    noise = max(RESOLUTION * abs(first), LEVEL_Z * levels.error * math.sqrt(2.0))
+    best = float(np.min(rest))
+    if best < first - noise or levels.end < first - min(noise, VAL_CLEAR_SHARE * abs(first)):
         return None
     score = view.series("val_acc")
     score_levels = _levels(score)
     if score_levels is not None and score_levels.end > score_levels.start + LEVEL_Z * score_levels.error:
         return None
-    evidence = {"loss_start": first, "loss_end": levels.end, "val_loss_best": float(np.min(rest))}
+    evidence = {"loss_start": first, "loss_end": levels.end, "val_loss_best": best, "change_noise": noise, "claim": "never_below_first"}
     # a validation loss repeating itself bit for bit came from weights that stopped moving
     return Learning(
         False,
-        "validation never got below its first evaluation",
+        "validation never got clearly below its first evaluation",
         "val_metric_constant" if curves.frozen(val.values) else "overfit",
         val,
         0.7 + 0.2 * min(1.0, levels.n / 10),

@@ -35,7 +35,11 @@ TERMS: dict[str, tuple[str, str, str]] = {
     # the did-it-learn judgement (logdoctor/learning.py)
     "learned": ("learned", "title", "the did-it-learn judgement: false when the run never learned"),
     "reason": ("why", "title", "what made the judgement: ended no lower than it started, at chance, a metric at 0, validation never improved"),
-    "level_error": ("level error", "level", "standard error of the end level minus the start level (from the point noise)"),
+    "change_noise": ("noise of the change", "level", "how far the end level may lie from the start level by noise alone (2 standard errors of their difference, from the point noise)"),
+    "claim": ("claim", "title", "the relation the headline states between its numbers (logdoctor/claims.py checks it before reporting)"),
+    "chance_level": ("chance level", "level", "ln K: the cross-entropy of a uniform guess over K classes"),
+    "chance_tolerance": ("chance tolerance", "level", "how close to ln K the loss must end to sit at chance (5% of ln K)"),
+    "metric_zero_points": ("closing points at 0", "count", "the task metric's closing evaluations that are exactly 0"),
     "accuracy_end": ("accuracy at end", "share", "the accuracy's level at the end, compared with chance 1/K"),
     "metric": ("task metric", "value", "the task metric the judgement read"),
     "metric_end": ("task metric at end", "level", "the task metric's level over its closing points"),
@@ -155,7 +159,7 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "decades": ("change", "decades", "log10(late / early)"),
     "trend_p": ("trend", "p", "p-value of the Mann-Kendall trend test"),
     # init_loss
-    "classes": ("classes", "count", "K, from num_classes / num_labels / vocab_size in the config"),
+    "classes": ("classes", "count", "K, from num_classes / num_labels / vocab_size in the config, or from an accuracy sitting at 1/K"),
     "ln_k": ("ln K (chance loss)", "level", "the cross-entropy of a uniform guess over K classes"),
     "ratio_to_ln_k": ("first loss / ln K", "times", "3 or more: the initial logits are far too confident"),
     # val_metric_constant
