@@ -7,11 +7,12 @@ initial level (1.071 at the start, 1.061 at the end)" stops trusting the tool:
 the end *is* lower, and the sentence only holds with the noise it left out.
 
 So a finding whose headline is such a relation carries it in its evidence as
-`claim` (one of `CLAIMS`), with the numbers the relation is between and the
-noise it allows (`change_noise`). Two things follow from that one record:
+`claim` (one of `CLAIMS`), with the numbers the relation is between
+(`loss_start` or the opening level `loss_initial_level`, `loss_end`,
+`val_loss_best`, `chance_level`) and the noise it allows (`change_noise`). Two things follow from that one record:
 
-* `measured_change` words the change as measured ("2.228 -> 2.113, -5.2 %,
-  within its noise ±0.12"), so the sentence states its own proof;
+* `measured_change` words the change as measured ("2.228 → 2.113 (-5.2%,
+  within its noise ±0.12)"), so the sentence states its own proof;
 * `refutation` checks the relation against those numbers and against the
   series the finding cites, re-read from the run, before anything is
   reported (`diagnose`): a finding its own numbers refute is withdrawn, with
@@ -44,17 +45,18 @@ _SLACK = 1e-9
 _REREAD = 2.0
 
 
-def measured_change(start: float, end: float, noise: float | None = None) -> str:
-    """'2.228 -> 2.113 (-5.2 %, within its noise ±0.12)': the change as read, with what it is measured against."""
+def measured_change(start: float, end: float, noise: float | None = None, against: str = "its noise") -> str:
+    """'2.228 → 2.113 (-5.2%, within its noise ±0.12)': the change as read, with what it is measured
+    against (`against` names the allowance: its noise, or a rule's band)."""
     arrow = f"{fmt_num(start)} → {fmt_num(end)}"
     if start == 0 or not (math.isfinite(start) and math.isfinite(end)):
         share = ""
     else:
-        share = f"{(end - start) / abs(start):+.1%}".replace("%", " %")
+        share = f"{(end - start) / abs(start):+.1%}"
     if noise is None or not math.isfinite(noise):
         return f"{arrow} ({share})" if share else arrow
     within = "within" if abs(end - start) <= noise else "beyond"
-    noise_words = f"{within} its noise ±{fmt_num(noise)}"
+    noise_words = f"{within} {against} ±{fmt_num(noise)}"
     return f"{arrow} ({share}, {noise_words})" if share else f"{arrow} ({noise_words})"
 
 
@@ -70,7 +72,8 @@ def refutation(finding: Finding, series: Series | None = None) -> str | None:
         return None
     if claim not in CLAIMS:
         return f"unknown claim {claim!r}"
-    start, end = _num(ev.get("loss_start")), _num(ev.get("loss_end"))
+    # a claim runs from the opening level where the rule reads one (flat), else from the start
+    start, end = _num(ev.get("loss_initial_level", ev.get("loss_start"))), _num(ev.get("loss_end"))
     noise = _num(ev.get("change_noise")) or 0.0
     allow = noise * (1 + _SLACK)
     if claim == "no_fall" and start is not None and end is not None:

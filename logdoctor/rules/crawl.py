@@ -97,6 +97,7 @@ class Crawl(Rule):
                 evidence={
                     "loss_start": c.start,
                     "loss_end": c.end,
+                    "claim": "fell",
                     "relative_drop": drop,
                     "relative_drop_end_to_end": (c.start - c.end) / scale,
                     "slope_per_1k_steps": whole.slope * 1000,

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import curves
 from ..model import Finding, Series
+from ..numbers import fmt_num
 from ..view import RunView
 from ._loss import loss_series, primary_loss
 from .base import Rule
@@ -173,9 +174,14 @@ class Diverge(Rule):
             math.log(min(growth, 1e6) / self.params["min_growth_factor"]) if by_growth else -9,
         )
         confidence = 0.6 + 0.39 * curves.sigmoid(3.0 * margin) * min(1.0, sigmas / 20)
+        measured_growth = f"{fmt_num(growth)}×" if low > 0 else f"+{fmt_num(rise)}"
         return self.finding(
             series,
-            title=f"{series.name} blows up after step {c.step_at(low_i)}: from {low:.4g} to {end:.4g}",
+            title=(
+                f"{series.name} {'blows up' if by_growth else 'climbs back'} from its best {fmt_num(low)} at step "
+                f"{fmt_num(c.step_at(low_i))} to {fmt_num(end)} ({measured_growth}), rising from step "
+                f"{fmt_num(c.step_at(onset_i))} and staying up"
+            ),
             steps=(c.step_at(low_i), c.last_step),
             confidence=confidence,
             evidence={

@@ -4,7 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import curves
+from ..claims import measured_change
 from ..model import Finding, Series
+from ..numbers import fmt_num
 from ..view import RunView
 from ._loss import primary_loss
 from .base import Rule
@@ -144,19 +146,23 @@ class Flat(Rule):
         confidence = 0.99 if constant else 0.55 + 0.4 * inside * support
         if frozen_val is not None:
             confidence = max(confidence, 0.9)
-        what = "is exactly constant" if constant else "never moves below its initial level"
+        band = max_drop * scale
+        what = "is exactly constant" if constant else "ends at its opening level"
         if frozen_val is not None and not constant:
             what += f" and {frozen_val.name} stays within {curves.relative_spread(frozen_val.values):.2%} at every evaluation"
+        change = measured_change(initial, c.end) if constant else measured_change(initial, c.end, band, f"{max_drop:.0%} of its level")
         return [
             self.finding(
                 series,
-                title=f"{series.name} {what} ({initial:.4g} over the opening {self.params['opening']:.0%}, {c.end:.4g} at the end)",
+                title=f"{series.name} {what}: {change}, from the median of its first {self.params['opening']:.0%}",
                 steps=(c.first_step, c.last_step),
                 confidence=confidence,
                 evidence={
                     "loss_start": c.start,
                     "loss_initial_level": initial,
                     "loss_end": c.end,
+                    "change_noise": band,
+                    "claim": "no_fall",
                     "loss_best": c.best,
                     "relative_drop": drop_end,
                     "relative_best_drop": drop_best,
@@ -188,7 +194,7 @@ class Flat(Rule):
         return [
             self.finding(
                 series,
-                title=f"{series.name} falls from {first:.4g} to {level:.4g} and then stays there for the last {share:.0%} of the run",
+                title=f"{series.name} settles at {fmt_num(level)} and repeats it for the last {share:.0%} of the run ({fmt_num(first)} at its first point)",
                 steps=(int(steps[start]), int(steps[-1])),
                 confidence=0.9,
                 evidence={
