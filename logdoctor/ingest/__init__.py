@@ -35,6 +35,8 @@ from .fs import is_special, walk
 FORMATS = (
     "wandb_run",
     "mlflow",
+    "mlflow_sqlite",
+    "trackio",
     "hf_trainer",
     "wandb_csv",
     "csv_table",

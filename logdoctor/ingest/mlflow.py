@@ -80,20 +80,12 @@ def _read_run(folder: Path) -> Run:
         notes.append("run is marked deleted in MLflow")
     frames = []
     metrics_dir = folder / "metrics"
-    summaries = []
     for path in files_under(metrics_dir):
         key = path.relative_to(metrics_dir).as_posix()
         try:
-            frame = _metric_file(path, key)
+            frames.append(_metric_file(path, key))
         except ReadError as exc:
             warnings.append(str(exc))
-            continue
-        curve = _without_closing_summaries(frame)
-        if curve.height < frame.height:
-            summaries.append(key)
-        frames.append(curve)
-    if summaries:
-        notes.append(f"step-0 values logged after the curve (closing summaries) left out: {', '.join(summaries[:5])}" + (f" (+{len(summaries) - 5} more)" if len(summaries) > 5 else ""))
     params_dir = folder / "params"
     config = {}
     if params_dir.is_dir():
@@ -101,22 +93,26 @@ def _read_run(folder: Path) -> Run:
             text = _text(path)
             if text is not None:
                 config[path.relative_to(params_dir).as_posix()] = parse_scalar(text)
-    scalars = number_stepless(tidy(pl.concat(frames)), notes) if frames else tidy(pl.DataFrame({"metric": [], "step": [], "value": []}))
+    scalars = number_stepless(tidy(drop_closing_summaries(pl.concat(frames), notes)), notes) if frames else tidy(pl.DataFrame({"metric": [], "step": [], "value": []}))
     if scalars.is_empty() and not warnings:
         warnings.append(f"{folder}: MLflow run has no metric values")
     return Run(name=str(name), path=str(folder), format="mlflow", scalars=scalars, config=config, warnings=warnings, notes=notes)
 
 
-def _without_closing_summaries(frame: pl.DataFrame) -> pl.DataFrame:
-    """Drop step-0 rows written after the metric's last row at a later step (see the module doc).
+def drop_closing_summaries(frame: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
+    """`frame` without each metric's step-0 rows written after its last row at a later step (see
+    the module doc), with a note naming the metrics that had them.
 
     A restart that logs from step 0 again goes on to later steps after it, so its rows stay.
     """
-    later = frame.filter(pl.col("step") > 0)
-    if later.is_empty() or later["wall_time"].null_count() == later.height:
+    last_advance = pl.col("wall_time").filter(pl.col("step") > 0).max().over("metric")
+    summary = ((pl.col("step") == 0) & (pl.col("wall_time") > last_advance)).fill_null(False)
+    metrics = frame.filter(summary).get_column("metric").unique(maintain_order=True).to_list()
+    if not metrics:
         return frame
-    last_advance = later["wall_time"].max()
-    return frame.filter(~((pl.col("step") == 0) & (pl.col("wall_time") > last_advance)))
+    more = f" (+{len(metrics) - 5} more)" if len(metrics) > 5 else ""
+    notes.append(f"step-0 values logged after the curve (closing summaries) left out: {', '.join(metrics[:5])}{more}")
+    return frame.filter(~summary)
 
 
 def _metric_file(path: Path, key: str) -> pl.DataFrame:

@@ -1,0 +1,96 @@
+"""Read-only access to a tracker's SQLite database (MLflow's `mlflow.db`, trackio's `<project>.db`).
+
+The database is the user's, and a training process may be writing to it while it is read: it is
+never written, never locked against that writer for longer than one SELECT, and never left with
+files beside it that were not there before. The standard library's `sqlite3` reads it; no
+tracker needs to be installed.
+
+* Rollback-journal mode (MLflow's): opened `mode=ro` in autocommit, so each SELECT holds a shared
+  lock only while it steps; a writer's commit waits that long (writers retry while busy), and a
+  writer holding its lock makes the read wait `BUSY_TIMEOUT_S`, then say so in one line.
+* WAL mode (trackio's) with a `-wal` file beside it: a writer has it open (or died with it open).
+  `mode=ro` reads the last committed state through the existing `-wal` and `-shm` files and never
+  blocks the writer.
+* WAL mode without a `-wal` file: no writer, every page in the main file. `mode=ro` would create
+  empty `-wal` and `-shm` files beside it and, being read-only, leave them there, so it is opened
+  `immutable=1` (no lock, no file). The trade-off: rows a writer that starts during the read
+  commits are not seen, and a checkpoint rewriting pages under the read would show as a damaged
+  database (one line); a read takes well under the 1,000 pages a checkpoint waits for.
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from . import ReadError
+from .fs import is_file, read_regular
+
+#: File name endings a tracker gives its database (`sqlite:///runs.sqlite` works too).
+DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+#: The files SQLite keeps beside a database while it is written.
+SIDECARS = ("-wal", "-shm", "-journal")
+#: How long a read waits for a writer's lock before saying the database is locked.
+BUSY_TIMEOUT_S = 2.0
+
+_MAGIC = b"SQLite format 3\x00"
+
+
+def _header(path: Path) -> bytes:
+    try:
+        return read_regular(path, 100)
+    except OSError:
+        return b""
+
+
+def is_sqlite(path: Path) -> bool:
+    return _header(path).startswith(_MAGIC)
+
+
+def sidecars(path: Path) -> list[Path]:
+    """SQLite's working files beside `path` that exist now (their changes are the database's)."""
+    return [p for p in (path.with_name(path.name + s) for s in SIDECARS) if is_file(p)]
+
+
+def open_readonly(path: Path) -> sqlite3.Connection:
+    """A connection that cannot write `path` or leave files beside it (see the module doc)."""
+    header = _header(path)
+    wal = len(header) > 19 and header[18] == 2
+    mode = "immutable=1" if wal and not is_file(path.with_name(path.name + "-wal")) else "mode=ro"
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?{mode}", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    conn.execute("PRAGMA query_only = 1")
+    return conn
+
+
+def schema(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """Table name -> its column names."""
+    names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {name: {row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')} for name in names}
+
+
+def peek_schema(path: Path) -> dict[str, set[str]] | None:
+    """The tables of the SQLite database at `path`, None when it is none or cannot be read (its
+    reader, where a claim takes it by name, says why)."""
+    if not is_sqlite(path):
+        return None
+    try:
+        conn = open_readonly(path)
+        try:
+            return schema(conn)
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
+def read_error(path: Path, exc: sqlite3.Error, what: str) -> ReadError:
+    """One line saying why the `what` database at `path` could not be read."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        why = f"locked by another process (a write in progress) for over {BUSY_TIMEOUT_S:g} s; not read, try again"
+    elif "not a database" in text or "malformed" in text or "corrupt" in text:
+        why = f"damaged, not readable as an SQLite database ({text})"
+    elif "readonly" in text or "read-only" in text:
+        why = f"an interrupted write must be rolled back first, which a read-only reader may not do ({text})"
+    else:
+        why = f"cannot be read ({type(exc).__name__}: {text})"
+    return ReadError(f"{path}: {what} database {why}")
