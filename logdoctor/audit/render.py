@@ -46,15 +46,21 @@ def summary_section(report: AuditReport) -> str:
 
 
 def links_section(report: AuditReport) -> str:
-    if report.links:
-        return "\n".join(f"- {md_escape(link.text)}" for link in report.links)
+    """How settings move the outcome (rank tests), then which settings gather a finding (Fisher), then the
+    importance ranking over all settings together."""
+    lines = [f"- {md_escape(e.text)}" for e in report.effects] + [f"- {md_escape(link.text)}" for link in report.links]
     with_params = sum(1 for r in report.results if r.params)
-    if with_params < 4:
-        return f"No link searched: {with_params} run(s) carry hyperparameters (a config / hparams); at least 4 are needed."
-    return (
-        f"No setting separates failing from healthy runs with enough support "
-        f"(one-sided Fisher exact test, permutation-adjusted, alpha = {ALPHA}; {with_params} runs with hyperparameters)."
-    )
+    if not lines:
+        if with_params < 4:
+            return f"No link searched: {with_params} run(s) carry hyperparameters (a config / hparams); at least 4 are needed."
+        lines = [
+            "No setting moves the outcome or separates failing from healthy runs with enough support "
+            f"(rank tests of every swept setting against the {report.rank_by} loss and failing or not; one-sided Fisher "
+            f"exact tests per finding; permutation-adjusted, alpha = {ALPHA}; {with_params} runs with hyperparameters)."
+        ]
+    if report.importance is not None:
+        lines += ["", md_escape(report.importance.text)]
+    return "\n".join(lines)
 
 
 def _cell(value) -> str:

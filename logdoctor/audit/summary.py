@@ -13,6 +13,8 @@ from typing import Any
 
 from ..model import SEVERITY_RANK, Diagnosis, _jsonable
 from ..naming import natural_key
+from .effects import Effect
+from .importance import Importance
 from .links import Link
 from .result import STAT_KEYS, RunResult
 
@@ -79,6 +81,10 @@ class AuditReport:
     errors: list[str]
     links: list[Link]
     rank_by: str = "final"
+    #: How each swept setting moves the outcome (supported ones only), strongest first.
+    effects: list[Effect] = field(default_factory=list)
+    #: The swept settings ranked together (None with too few runs).
+    importance: Importance | None = None
     #: How the audit went: runs, tasks, cached, read, seconds, jobs, scheduler.
     stats: dict[str, Any] = field(default_factory=dict)
 
@@ -100,8 +106,12 @@ class AuditReport:
 
     @cached_property
     def swept(self) -> list[str]:
-        """Config keys that differ across runs, the settings the links found first."""
-        return swept_settings(self.results, [c.param for link in self.links for c in link.conditions])
+        """Config keys that differ across runs, most important first: settings with a supported effect or link
+        (by importance share), then the rest by importance share, then in natural order."""
+        shares = self.importance.shares if self.importance else {}
+        supported = [e.param for e in self.effects] + [c.param for link in self.links for c in link.conditions]
+        by_share = lambda keys: sorted(dict.fromkeys(keys), key=lambda k: -shares.get(k, 0.0))  # noqa: E731 - stable
+        return swept_settings(self.results, by_share(supported) + by_share(k for k, v in shares.items() if v > 0))
 
     @property
     def best(self) -> tuple[RunResult | None, str | None]:
@@ -137,6 +147,8 @@ class AuditReport:
             "by_code": self.by_code,
             "best": None if best is None else {"run": best.run, "metric": metric, "value": _jsonable(best.stats[metric])},
             "links": [link.to_json() for link in self.links],
+            "effects": [e.to_json() for e in self.effects],
+            "importance": None if self.importance is None else self.importance.to_json(),
             "swept": list(self.swept),
             "table": [_jsonable(row) for row in self.table()],
             "errors": list(self.errors),

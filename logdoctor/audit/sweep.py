@@ -11,8 +11,10 @@ from ..config import Config
 from ..ingest import ReadError
 from .cache import ResultCache
 from .executor import execute
+from .effects import find_effects
+from .importance import rank_settings
 from .links import find_links
-from .summary import AuditReport
+from .summary import AuditReport, swept_settings
 from .tasks import Task, is_url, plan
 from .worker import TaskOutput
 
@@ -92,6 +94,9 @@ def audit(
     results = [r for task in tasks for r in outputs[id(task)].results]
     errors = [e for task in tasks for e in outputs[id(task)].errors]
     links = find_links(results)
+    swept = swept_settings(results)
+    effects = find_effects(results, swept, rank_by)
+    importance = rank_settings(results, swept, effects, rank_by)
     stats = {
         "tasks": len(tasks),
         "cached": len(tasks) - len(todo),
@@ -101,4 +106,5 @@ def audit(
         "executor": how,
         "seconds": round(time.perf_counter() - started, 3),
     }
-    return AuditReport(root=str(path), results=results, errors=errors, links=links, rank_by=rank_by, stats=stats)
+    return AuditReport(root=str(path), results=results, errors=errors, links=links, rank_by=rank_by, stats=stats,
+                       effects=effects, importance=importance)
