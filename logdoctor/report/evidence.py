@@ -133,6 +133,7 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "lr_mid": ("LR at mid-run", "level", "the learning rate half way through"),
     "lr_peak": ("peak LR", "level", "the highest learning rate"),
     "lr_final": ("final LR", "level", "the last logged learning rate"),
+    "lr_floor": ("LR at the floor", "level", "the learning rate where it reached the floor the finding counts from"),
     "warmup_end_fraction": ("warmup ends at", "share", "where the LR stops rising, as a share of the run"),
     "floor_step": ("LR at its floor from", "step", "the first step at the floor"),
     "floor_at_fraction": ("floor reached at", "share", "that step as a share of the run"),

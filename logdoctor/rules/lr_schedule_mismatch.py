@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import curves
 from ..model import Finding, Series
+from ..numbers import fmt_num
 from ..view import RunView
 from .base import Rule
 
@@ -53,7 +54,7 @@ class LrScheduleMismatch(Rule):
         # an LR this share of its peak counts as at its floor even while it keeps shrinking
         "negligible_lr_ratio": 0.02,
         "max_floor_ratio": 0.2,
-        "max_floor_fraction": 0.4,
+        "max_floor_fraction": 0.6,
         "max_gain_after_floor": 0.15,
         "noise_multiple": 5.0,
         "min_warmup_fraction": 0.5,
@@ -85,31 +86,42 @@ class LrScheduleMismatch(Rule):
         return sorted(found, key=lambda f: -f.confidence)[:1]
 
     def _early_floor(self, lr: Series, loss: Series | None, first: int, last: int) -> Finding | None:
+        """The LR sits at a floor from early in the run and the loss gains (next to) nothing after it.
+
+        The floor is where the LR settles, or, for a staircase that keeps dividing a negligible LR
+        (StepLR's third and fourth x0.1 cuts), each later step down below a negligible share of
+        its peak: the earliest of these after which the loss gained nothing counts. The loss at
+        the floor is read just after it, so the step down a cut itself brings is not counted as
+        progress made at the floor."""
         p = self.params
         peak, final = float(np.max(lr.values)), float(lr.values[-1])
         at = curves.settle_index(lr.values, p["floor_tolerance"], p["negligible_lr_ratio"])
         if at is None or final > p["max_floor_ratio"] * peak or loss is None:
             return None
-        floor_step = int(lr.steps[at])
-        frac = (floor_step - first) / (last - first)
-        if frac > p["max_floor_fraction"]:
-            return None
-        # loss level at the start, where the floor was reached, and at the end
-        width = max(0.05 * (last - first), 1.0)
-        start = curves.window_level(loss, first, first + width)
-        at_floor = curves.window_level(loss, floor_step - width / 2, floor_step + width / 2)
-        end = curves.window_level(loss, last - width, last)
-        if not np.all(np.isfinite([start, at_floor, end])):
-            return None
+        cuts = np.flatnonzero((lr.values[1:] < (1 - p["floor_tolerance"]) * lr.values[:-1]) & (lr.values[1:] <= p["negligible_lr_ratio"] * peak)) + 1
         noise = curves.noise_sigma(loss.values[np.isfinite(loss.values)])
         if _decay_followed_stall(lr, loss, first, last, p["floor_tolerance"], noise):
             return None
-        before, after = start - at_floor, at_floor - end
-        # a loss that never moved counts as stalled: gains are measured against at least its noise
-        total = max(max(before, 0.0) + max(after, 0.0), p["noise_multiple"] * noise)
-        gain_after = after / total if total > 0 else 0.0
-        if gain_after > p["max_gain_after_floor"]:
+        width = max(0.05 * (last - first), 1.0)
+        start = curves.window_level(loss, first, first + width)
+        end = curves.window_level(loss, last - width, last)
+        for index in sorted({at, *(int(i) for i in cuts if i > at)}):
+            floor_step = int(lr.steps[index])
+            frac = (floor_step - first) / (last - first)
+            if frac > p["max_floor_fraction"]:
+                return None
+            at_floor = curves.window_level(loss, floor_step, floor_step + width)
+            if not np.all(np.isfinite([start, at_floor, end])):
+                return None
+            before, after = start - at_floor, at_floor - end
+            # a loss that never moved counts as stalled: gains are measured against at least its noise
+            total = max(max(before, 0.0) + max(after, 0.0), p["noise_multiple"] * noise)
+            gain_after = after / total if total > 0 else 0.0
+            if gain_after <= p["max_gain_after_floor"]:
+                break
+        else:
             return None
+        floor_lr = float(lr.values[index])
         confidence = 0.5 + 0.5 * np.mean(
             [
                 1.0 - frac / p["max_floor_fraction"],
@@ -119,13 +131,17 @@ class LrScheduleMismatch(Rule):
         )
         return self.finding(
             lr,
-            title=f"LR reached its floor ({final:.3g}, {final / peak:.1%} of peak) at {frac:.0%} of the run and the loss stalled there",
+            title=(
+                f"LR reached its floor ({fmt_num(floor_lr)}, {fmt_num(floor_lr / peak * 100)}% of peak; {fmt_num(final)} at the end) "
+                f"at {frac:.0%} of the run and the loss gained {max(gain_after, 0.0):.0%} of its progress after it"
+            ),
             steps=(floor_step, last),
             confidence=confidence,
             evidence={
                 "kind": "early_floor",
                 "lr_peak": peak,
                 "lr_final": final,
+                "lr_floor": floor_lr,
                 "floor_step": floor_step,
                 "floor_at_fraction": frac,
                 "loss_at_floor": at_floor,
