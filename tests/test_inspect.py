@@ -53,7 +53,7 @@ def test_inspect_lists_every_run_with_format_metrics_steps_and_roles(mixed):
     assert result.exit_code == 0, result.output
     out = result.output
     expected_runs = {
-        "plain.csv": "csv",
+        "plain": "csv",  # a log file with a name of its own is named by its stem
         "lightning_logs/version_0": "lightning",
         "hf_out": "hf_trainer",
         "wandb/run-20200101_000000-abc": "wandb",

@@ -16,8 +16,9 @@ from logdoctor.report.text import evidence_items, evidence_text, fmt_num, md_cod
 ANSI = re.compile(r"\x1b\[")
 
 
-def render(diagnosis, width=80, **kw) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, color_system=None)
+def render(diagnosis, width=80, terminal=True, **kw) -> str:
+    """What a terminal `width` columns wide shows (`terminal=False`: what a pipe or file gets)."""
+    console = Console(file=io.StringIO(), width=width, no_color=True, color_system=None, force_terminal=terminal)
     render_terminal(diagnosis, console, **kw)
     return console.file.getvalue()
 
@@ -240,6 +241,21 @@ def test_summary_names_are_cut_so_that_they_stay_distinct():
     table = render(d, width=60).splitlines()[-5:-1]
     names = [line.split()[1] for line in table]
     assert len(set(names)) == 4 and all("…" in n for n in names)
+
+
+def test_piped_nothing_is_cut_so_grep_finds_every_run_and_headline():
+    """`analyze runs -q | grep NAME` missed runs whose names were cut to 80 columns with `…`
+    although no terminal was attached (ruff and pytest never cut what they do not draw)."""
+    long = [healthy(f"learning_rate_sweep_adamw_cosine_trial_{i:04d}_seed_{i % 3}") for i in range(4)]
+    d = Diagnosis("runs/", [*long, *mixed().runs])
+    for quiet in (True, False):
+        out = render(d, width=60, terminal=False, quiet=quiet)
+        assert "…" not in out
+        for rd in d.runs:
+            if quiet and rd.status == "healthy":
+                continue
+            line = next(line for line in out.splitlines() if rd.run.name in line)
+            assert not quiet or rd.findings[0].title in line
 
 
 def test_evidence_reads_as_named_quantities_with_units():

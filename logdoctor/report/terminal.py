@@ -208,7 +208,8 @@ def render_summary(diagnosis: Diagnosis, console: Console) -> None:
     room = console.width - status_w - spark_w - last_w - 8  # four gaps of two
     codes_need = max(len("findings"), *(r[2].cell_len for r in rows))
     name_need = max(len("run"), *(len(r[1]) for r in rows))
-    name_w = min(name_need, max(20, room - min(codes_need, 20)))
+    # piped or written to a file, a name is never cut (a script greps for it): its column takes it whole
+    name_w = min(name_need, max(20, room - min(codes_need, 20))) if console.is_terminal else name_need
     codes_w = max(8, room - name_w)
     names = fit_names([r[1] for r in rows], name_w)
     header = (("" if narrow else "status").ljust(status_w), "run".ljust(name_w), "findings".ljust(codes_w), "loss".ljust(spark_w), "last".rjust(last_w))
@@ -230,8 +231,9 @@ def render_summary(diagnosis: Diagnosis, console: Console) -> None:
 
 def render_problem_lines(diagnosis: Diagnosis, console: Console) -> None:
     """`--quiet`: one line per run with a problem (or not checked): status mark, name, top finding
-    code and title (the title carries the headline number), in columns, cut to the console width.
-    The name column takes at most a third of the width (longer names cut, still distinct)."""
+    code and title (the title carries the headline number), in columns. On a terminal a line is
+    cut to its width and the name column takes at most a third of it (longer names cut, still
+    distinct); piped or written to a file nothing is cut, so `grep NAME` finds every run."""
     rows = []
     for rd in by_severity(diagnosis.runs):
         top = next((f for f in rd.findings if f.severity != "info"), None) or next(
@@ -241,7 +243,10 @@ def render_problem_lines(diagnosis: Diagnosis, console: Console) -> None:
             rows.append((rd, top))
     if not rows:
         return
-    name_w = min(max(len(rd.run.name) for rd, _ in rows), max(12, console.width // 3))
+    cut = console.is_terminal
+    name_w = max(len(rd.run.name) for rd, _ in rows)
+    if cut:
+        name_w = min(name_w, max(12, console.width // 3))
     code_w = max(len(top.code) for _, top in rows)
     names = fit_names([rd.run.name for rd, _ in rows], name_w)
     # where the output cannot encode the marks (PYTHONIOENCODING=ascii) the word says it
@@ -252,7 +257,8 @@ def render_problem_lines(diagnosis: Diagnosis, console: Console) -> None:
             (marks.get(v, "?"), VERDICT_STYLE.get(v, "")), " ", (name.ljust(name_w), "bold"), "  ",
             (top.code.ljust(code_w), SEVERITY_STYLE.get(top.severity, "")), "  ", top.title,
         )
-        line.truncate(console.width, overflow="ellipsis")
+        if cut:
+            line.truncate(console.width, overflow="ellipsis")
         console.print(line, soft_wrap=True)
 
 
