@@ -34,8 +34,10 @@ def test_histograms_only_is_a_skipped_source_and_analyze_exits_2(tmp_path):
     runs, errors = load_runs(tmp_path)
     assert runs == [] and len(errors) == 1 and "no scalar summaries (only graphs, histograms" in errors[0]
     result = CliRunner().invoke(app, ["analyze", str(tmp_path), "--format", "json"], env=ENV)
-    assert result.exit_code == 2 and "HEALTHY" not in result.output and "healthy" not in result.output
-    assert result.output.strip().endswith(f"logdoctor: {tmp_path}: no usable training log")
+    doc = json.loads(result.stdout)  # still a report: no runs, none healthy, and why in `skipped`
+    assert result.exit_code == 2 and doc["runs"] == [] and doc["summary"]["by_verdict"]["healthy"] == 0
+    assert "no scalar summaries" in doc["skipped"][0] and "HEALTHY" not in result.stderr
+    assert result.stderr.strip().endswith(f"logdoctor: {tmp_path}: no usable training log")
 
 
 def test_a_folder_with_no_log_at_all_exits_2_with_one_line(tmp_path):

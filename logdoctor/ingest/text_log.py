@@ -56,7 +56,7 @@ import math
 import re
 from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -65,7 +65,7 @@ import numpy as np
 import polars as pl
 
 from ..model import Run
-from . import Claim, ReadError, Source
+from . import Claim, ReadError, Source, text_templates
 from .csv_steps import grain, plan
 from .csv_table import step_restarts, stepless_rows, wide_to_tidy
 from .text_line import Shape, extract, has_counter, normalise, number, records, role
@@ -135,9 +135,15 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
 
 
 def is_text_log(path: Path) -> bool:
-    """True when the file's first 64 KiB read as a training log (see the module doc)."""
+    """True when the file's first 64 KiB read as a training log (see the module doc), by the line
+    families or else by their numeric templates (`text_templates`)."""
     head = _head(path)
-    return bool(head) and is_text_log_head(head)
+    return bool(head) and (is_text_log_head(head) or _templates_of(head.split("\n")) is not None)
+
+
+def _templates_of(lines: Iterable[str]) -> list[text_templates.Template] | None:
+    """`text_templates.loss_templates` over lines as a terminal shows them."""
+    return text_templates.loss_templates(display(_ANSI.sub("", ascii_forms(line))) for line in lines)
 
 
 def is_text_log_head(head: str) -> bool:
@@ -485,12 +491,15 @@ def read_stream(stream: BinaryIO, label: str = STDIN) -> Run:
     """A console log piped in (`python train.py | logdoctor analyze -`), read as it streams: only
     the first 64 KiB are held to tell a training log from other text, then line by line."""
     head = stream.read(_SNIFF_BYTES)
-    if not is_text_log_head(head.decode("utf-8", errors="replace")):
+    text = head.decode("utf-8", errors="replace")
+    if is_text_log_head(text):
+        scalars, notes, warnings = read_lines(itertools.chain(io.BytesIO(head + stream.readline()), stream), label)
+    elif _templates_of(text.split("\n")) is not None:
+        scalars, notes, warnings = _read_templates(itertools.chain(io.BytesIO(head + stream.readline()), stream), label)
+    else:
         raise ReadError(
             f"{label}: no training-log lines in the first 64 KiB (stdin takes a console log; pass a path for other formats)"
         )
-    lines = itertools.chain(io.BytesIO(head + stream.readline()), stream)
-    scalars, notes, warnings = read_lines(lines, label)
     return Run(name=label, path=label, format="text_log", scalars=scalars, notes=notes, warnings=warnings)
 
 
@@ -503,13 +512,69 @@ def read_scalars(path: Path) -> tuple[pl.DataFrame, list[str], list[str]]:
 
     try:
         with open(path, "rb") as fh:
-            parsed = None if _LINE_BY_LINE_ONLY else text_log_columns.parse(fh)
-            if parsed is None:
-                fh.seek(0)
-                return read_lines(fh, str(path))
+            try:
+                parsed = None if _LINE_BY_LINE_ONLY else text_log_columns.parse(fh)
+                if parsed is None:
+                    fh.seek(0)
+                    read = read_lines(fh, str(path))
+                else:
+                    read = _scalars(parsed, str(path))
+            except ReadError:
+                read = None
+            if read is None or not _has_loss(read[0]):
+                return _templates_instead(fh, str(path), read)
     except OSError as exc:
         raise ReadError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") from None
-    return _scalars(parsed, str(path))
+    return read
+
+
+#: A file the line families read no loss from is read by its templates up to this size (a paste
+#: or a short log; a huge log of other numbers is left as the families read it).
+_TEMPLATE_BYTES = 64 * 1024 * 1024
+
+
+def _has_loss(scalars: pl.DataFrame) -> bool:
+    """A loss was read, and it is no counter: a value that is a whole number rising on every line
+    is the step the line printed after the loss's name (`Train loss 12001 0.166141`)."""
+    losses = [m for m in scalars["metric"].unique().to_list() if role(m) in _LOSS_ROLES]
+    if not losses:
+        return False
+    counters = scalars.filter(pl.col("metric").is_in(losses)).group_by("metric").agg(
+        pl.col("value").is_finite().all()
+        & (pl.col("value") == pl.col("value").round(0)).all()
+        & (pl.col("value").diff().drop_nulls() > 0).all()
+        & (pl.len() >= 3)
+    )
+    return not counters[:, 1].all()
+
+
+def _templates_instead(fh: BinaryIO, label: str, read: tuple | None) -> tuple[pl.DataFrame, list[str], list[str]]:
+    """The file read by its numeric templates when that gives a loss, named so on the page where
+    the families read other values (a loss guessed by its place does not replace them); else what
+    the families read (ReadError when they read nothing)."""
+    if fh.seek(0, io.SEEK_END) <= _TEMPLATE_BYTES:
+        fh.seek(0)
+        try:
+            return _read_templates(fh, label, named=read is not None)
+        except ReadError:
+            pass
+    if read is None:
+        raise ReadError(f"{label}: no line with a metric value in this text log")
+    return read
+
+
+def _read_templates(lines: Iterator[bytes], label: str, named: bool = False) -> tuple[pl.DataFrame, list[str], list[str]]:
+    """Scalars from the numeric templates of the lines (`text_templates`); ReadError when no
+    template gives a loss (or, with `named`, none the page names a loss)."""
+    templates = _templates_of(raw.decode("utf-8", errors="replace").rstrip("\n") for raw in lines)
+    if templates is None or (named and not text_templates.named_loss(templates)):
+        raise ReadError(f"{label}: no line with a metric value in this text log")
+    parser = _Parser()
+    for _, text, counters, values in text_templates.records(templates):
+        parser._add(parser._open(counters, gathers=False), values, None, shape_text=text)
+    parser.patterns.clear()  # the template notes say what each slot became
+    scalars, notes, warnings = _scalars(parser, label)
+    return scalars, ["read by numeric templates: no known line family gave a loss", *text_templates.notes(templates), *notes], warnings
 
 
 #: Tests set this to read every file line by line, the reference the column-wise reading must equal.

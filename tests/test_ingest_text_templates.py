@@ -1,0 +1,100 @@
+"""Pasted console logs no line family knows, read by their numeric templates.
+
+Each excerpt is written for the test in the shape users paste (numbers made up): lines that differ only
+in their numbers are one template, and a template of three lines or more is a series.
+"""
+from __future__ import annotations
+
+import math
+
+from logdoctor.ingest import load_runs
+from logdoctor.ingest.text_templates import loss_templates, tokenise
+from _ingest_helpers import only_run, series
+
+
+def _run(tmp_path, lines: list[str], name: str = "train.log"):
+    (tmp_path / name).write_text("\n".join(lines) + "\n")
+    return only_run(tmp_path)
+
+
+def test_bare_numbers_one_a_line_are_the_loss_in_line_order(tmp_path):
+    values = [9.3, 8.9, 9.0, 8.5, 8.9, 8.4]
+    run = _run(tmp_path, [f"{v:.2f}" for v in values])
+    loss = series(run, "loss")
+    assert list(loss.values) == values and list(loss.steps) == list(range(6))
+    assert any(n.startswith("template '<*>' (6 lines)") and "nothing on the page is named a loss" in n for n in run.notes)
+
+
+def test_rows_of_counts_without_their_header_give_epoch_batch_and_the_first_varying_number(tmp_path):
+    """A detector's per-batch rows pasted without the header printed once above them: `0/300` is the
+    epoch, `17/5000` the batch, the first number after them the loss (NaN here)."""
+    rows = [f"   0/300     {b}/5000       nan       nan       nan       {90 + 7 * b % 40}     0.25" for b in range(17, 24)]
+    run = _run(tmp_path, rows)
+    loss = series(run, "loss")
+    assert len(loss) == 7 and all(math.isnan(v) for v in loss.values)
+    assert list(loss.steps) == list(range(17, 24))
+
+
+def test_a_header_printed_once_names_the_columns_of_the_rows_under_it(tmp_path):
+    lines = ["starting", "  Epoch  batch  box  objness  total", *(f"  1/10  {b}/50  0.{9 - b}  0.3  0.{9 - b}5" for b in range(1, 6))]
+    run = _run(tmp_path, lines)
+    assert list(series(run, "total").values) == [0.85, 0.75, 0.65, 0.55, 0.45]
+    assert any("total (header)" in n for n in run.notes)
+    # no column named a loss: the first that varies is read as one, and the note says so
+    assert list(series(run, "loss").values) == [0.8, 0.7, 0.6, 0.5, 0.4]
+    assert any("headed 'box'" in n for n in run.notes)
+
+
+def test_the_name_is_the_word_before_its_colon_not_the_type_printed_after_it(tmp_path):
+    run = _run(tmp_path, [f"Loss: Tensor Float []  {v}" for v in (0.52, 0.47, 0.41, 0.40)])
+    assert list(series(run, "loss").values) == [0.52, 0.47, 0.41, 0.40]
+
+
+def test_a_whole_number_rising_after_the_loss_name_is_its_step_not_the_loss(tmp_path):
+    """`Train loss 12001 0.166`: read as a loss of 12001 it is a counter; the step it is. Markdown bold
+    around some lines of the paste does not split the template, and an overflow message between two
+    steps sits at the step before it."""
+    lines = ["**Train loss 501 0.166** Grad Norm 0.37 2.51s/it"]
+    for step, loss in ((502, 4.97), (503, 5.31), (506, 4.38), (507, 8.91)):
+        lines += [f"Train loss {step} {loss} Grad Norm 29.5 1.85s/it", "Gradient overflow.  Skipping step, reducing loss scale to 512.0"]
+    run = _run(tmp_path, lines)
+    loss = series(run, "train_loss")
+    assert list(loss.steps) == [501, 502, 503, 506, 507] and list(loss.values) == [0.166, 4.97, 5.31, 4.38, 8.91]
+    assert list(series(run, "reducing_loss_scale_to").steps) == [502, 503, 506, 507]
+
+
+def test_a_loss_written_short_is_the_loss(tmp_path):
+    run = _run(tmp_path, [f"it {i}\tls {2.3 - 0.1 * i:.2f}\tacc 0.{i}" for i in range(1, 6)])
+    assert list(series(run, "loss").values) == [2.2, 2.1, 2.0, 1.9, 1.8]
+    assert list(series(run, "loss").steps) == [1, 2, 3, 4, 5]
+
+
+def test_what_holds_no_measurement_makes_no_series_and_no_run(tmp_path):
+    """Progress bars (counts, shares, rates, times), dates and a numbered README are text: no run."""
+    bars = [f"Epoch 1/10 - Training:  {p}%|████ | {p * 2}/200 [00:0{p % 10}<00:20, 5.{p % 9}it/s]" for p in range(5, 60, 7)]
+    readme = ["Install:", "1. pip install x", "2. run it", "Version 1.2 of 2021-06-30", "See section 3 and 4"]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "output.log").write_text("\n".join(bars) + "\n")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "notes.txt").write_text("\n".join(readme * 3) + "\n")
+    runs, errors = load_runs(tmp_path)
+    assert runs == [] and errors == []
+    assert tokenise("2021-06-30 11:36:21 45% 6.7G 3.1it/s 2.5s step 7/9 loss 0.3")[0] == "<t> <t> <t> <t> <t> <t> step <n/m> loss <*>"
+
+
+def test_a_guessed_loss_needs_half_the_numbered_lines(tmp_path):
+    """Bare numbers among more numbered lines of other text, or too few of them to be a curve (three
+    rows of a data table), are no loss curve by their place alone."""
+    words = ("alpha", "beta", "gamma", "delta", "eta", "theta", "iota", "kappa")
+    numbers = ["0.5", "0.4", "0.3", "0.25", "0.2"]
+    lines = [*numbers, *(f"{w} has {i} parts" for i, w in enumerate(words))]
+    assert loss_templates(lines) is None
+    assert loss_templates(lines[:7]) is not None
+    assert loss_templates(numbers[:3]) is None
+
+
+def test_a_log_the_line_families_read_is_read_as_before(tmp_path):
+    """Templates read only what the families give no loss from: a known shape keeps its reading."""
+    run = _run(tmp_path, [f"epoch {e} | step {100 * e} | loss {2.5 - 0.2 * e:.2f}" for e in range(1, 6)])
+    assert not any("numeric templates" in n for n in run.notes)
+    assert list(series(run, "loss").values) == [2.3, 2.1, 1.9, 1.7, 1.5]
