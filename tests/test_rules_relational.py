@@ -286,6 +286,18 @@ def test_lr_staircase_still_dividing_has_not_reached_its_floor():
     assert codes(LrScheduleMismatch(), view) == []
 
 
+def test_a_steplr_staircase_that_stops_training_at_mid_run_fires_from_the_cut_that_stopped_it():
+    """StepLR(30, 0.1) over 160 epochs: each cut brings a step down of the loss until the third
+    (0.05 -> 5e-5 at epoch 90); from there the loss gains nothing for the last 44 % of the run.
+    The second cut (1 % of the peak at epoch 60) is no floor: the loss still fell 0.8 -> 0.5 after it."""
+    epochs = np.arange(160)
+    lr = 0.05 * 0.1 ** np.minimum(epochs // 30, 4)
+    level = np.select([epochs < 30, epochs < 60, epochs < 90], [2.0 - 0.02 * epochs, 1.2 - 0.01 * (epochs - 30), 0.8 - 0.01 * (epochs - 60)], 0.48)
+    view = make_view({"train_loss": (epochs, noisy(level, 0.004, 41)), "lr": (epochs, lr)})
+    [f] = LrScheduleMismatch().check(view)
+    assert f.evidence["floor_step"] == 90 and f.evidence["lr_floor"] == pytest.approx(5e-5)
+
+
 def test_lr_logged_per_epoch_against_a_per_batch_loss():
     """Keras-style: LR counted in epochs (0..19), loss in batches: the floor is found on the loss's axis."""
     steps = np.arange(STEPS)
@@ -541,6 +553,20 @@ def test_constant_val_accuracy_while_training_learns_fires():
 def test_val_metric_constant_near_misses(metrics):
     view = make_view({"train_loss": train_curve(23), **metrics})
     assert codes(ValMetricConstant(), view) == []
+
+
+def test_one_per_class_score_at_0_beside_an_overall_score_that_moves_is_a_remark():
+    """NER: eval_T007_f1 is 0 at every evaluation while eval_overall_f1 rises: the evaluation sees
+    the live model, one entity class is never predicted."""
+    view = make_view(
+        {
+            "train_loss": train_curve(25),
+            "eval_T007_f1": (epochs(), np.zeros(20)),
+            "eval_overall_f1": (epochs(), np.linspace(0.5, 0.53, 20)),
+        }
+    )
+    [f] = ValMetricConstant().check(view)
+    assert f.severity == "info" and f.evidence["moving_validation_metric"] == "eval_overall_f1"
 
 
 def test_val_metric_constant_silent_when_training_is_flat_too():

@@ -133,6 +133,7 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "lr_mid": ("LR at mid-run", "level", "the learning rate half way through"),
     "lr_peak": ("peak LR", "level", "the highest learning rate"),
     "lr_final": ("final LR", "level", "the last logged learning rate"),
+    "moving_validation_metric": ("moving validation metric", "value", "another validation number of the run that does move (so the evaluation sees the live model)"),
     "lr_floor": ("LR at the floor", "level", "the learning rate where it reached the floor the finding counts from"),
     "warmup_end_fraction": ("warmup ends at", "share", "where the LR stops rising, as a share of the run"),
     "floor_step": ("LR at its floor from", "step", "the first step at the floor"),
@@ -173,6 +174,11 @@ TERMS: dict[str, tuple[str, str, str]] = {
     # not_checked
     "checked": ("checked", "value", "what could be checked: nothing, or NaN / inf only"),
     "metrics_logged": ("metrics logged", "count", "metrics the run logs"),
+    # stopped
+    "ending": ("ending", "value", "the class of error the log ends on: out of memory, distributed timeout, loss scale at its minimum, killed, error"),
+    "error_line": ("error line", "value", "the log's line that says why the run stopped, as printed"),
+    "last_step": ("last logged at", "step", "the step of the loss's last point before the error"),
+    "last_loss": ("last loss", "level", "the loss at that step"),
     # added by a replay probe to a log finding it explains
     "confirmed_by": ("confirmed by probe", "value", "replay probes that confirmed a documented cause"),
     "ruled_out_by": ("ruled out by probe", "value", "replay probes that ran clean and excluded causes"),

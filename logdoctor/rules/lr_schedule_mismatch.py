@@ -54,7 +54,12 @@ class LrScheduleMismatch(Rule):
         # an LR this share of its peak counts as at its floor even while it keeps shrinking
         "negligible_lr_ratio": 0.02,
         "max_floor_ratio": 0.2,
-        "max_floor_fraction": 0.6,
+        "max_floor_fraction": 0.4,
+        # a later step down of a staircase to this share of the peak or less, made while the loss
+        # still fell, counts as a floor up to this share of the run (StepLR's third x0.1 cut:
+        # training has as good as stopped, however it keeps dividing)
+        "stopped_lr_ratio": 0.002,
+        "max_stopped_fraction": 0.6,
         "max_gain_after_floor": 0.15,
         "noise_multiple": 5.0,
         "min_warmup_fraction": 0.5,
@@ -89,8 +94,9 @@ class LrScheduleMismatch(Rule):
         """The LR sits at a floor from early in the run and the loss gains (next to) nothing after it.
 
         The floor is where the LR settles, or, for a staircase that keeps dividing a negligible LR
-        (StepLR's third and fourth x0.1 cuts), each later step down below a negligible share of
-        its peak: the earliest of these after which the loss gained nothing counts. The loss at
+        (StepLR's third and fourth x0.1 cuts), each later step down to 0.2 % of its peak or less
+        that came while the loss was still falling (a cut on a plateau reacts to the
+        stall): the earliest of these after which the loss gained nothing counts. The loss at
         the floor is read just after it, so the step down a cut itself brings is not counted as
         progress made at the floor."""
         p = self.params
@@ -98,7 +104,7 @@ class LrScheduleMismatch(Rule):
         at = curves.settle_index(lr.values, p["floor_tolerance"], p["negligible_lr_ratio"])
         if at is None or final > p["max_floor_ratio"] * peak or loss is None:
             return None
-        cuts = np.flatnonzero((lr.values[1:] < (1 - p["floor_tolerance"]) * lr.values[:-1]) & (lr.values[1:] <= p["negligible_lr_ratio"] * peak)) + 1
+        cuts = np.flatnonzero((lr.values[1:] < (1 - p["floor_tolerance"]) * lr.values[:-1]) & (lr.values[1:] <= p["stopped_lr_ratio"] * peak)) + 1
         noise = curves.noise_sigma(loss.values[np.isfinite(loss.values)])
         if _decay_followed_stall(lr, loss, first, last, p["floor_tolerance"], noise):
             return None
@@ -108,8 +114,11 @@ class LrScheduleMismatch(Rule):
         for index in sorted({at, *(int(i) for i in cuts if i > at)}):
             floor_step = int(lr.steps[index])
             frac = (floor_step - first) / (last - first)
-            if frac > p["max_floor_fraction"]:
+            limit = p["max_floor_fraction" if index == at else "max_stopped_fraction"]
+            if frac > limit:
                 return None
+            if index != at and not _improving_before(loss, floor_step, width, noise):
+                continue  # a cut made on a plateau (ReduceLROnPlateau) reacts to the stall; it did not cause it
             at_floor = curves.window_level(loss, floor_step, floor_step + width)
             if not np.all(np.isfinite([start, at_floor, end])):
                 return None
@@ -124,7 +133,7 @@ class LrScheduleMismatch(Rule):
         floor_lr = float(lr.values[index])
         confidence = 0.5 + 0.5 * np.mean(
             [
-                1.0 - frac / p["max_floor_fraction"],
+                1.0 - frac / limit,
                 1.0 - (final / peak) / p["max_floor_ratio"],
                 1.0 - max(gain_after, 0.0) / p["max_gain_after_floor"],
             ]
@@ -209,6 +218,13 @@ def _round_trips(values: np.ndarray, low: float, high: float) -> int:
         elif v >= high and was_low:
             trips, was_low = trips + 1, False
     return trips
+
+
+def _improving_before(loss: Series, step: float, width: float, noise: float) -> bool:
+    """The loss fell beyond its noise over the stretch just before `step`."""
+    earlier = curves.window_level(loss, step - 2 * width, step - width)
+    later = curves.window_level(loss, step - width, step)
+    return bool(np.isfinite(earlier) and np.isfinite(later) and earlier - later > noise)
 
 
 def _decay_followed_stall(lr: Series, loss: Series, first: int, last: int, tol: float, noise: float) -> bool:

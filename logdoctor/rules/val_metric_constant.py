@@ -1,6 +1,8 @@
 """val_metric_constant: a validation metric that never changes while training does."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .. import curves
@@ -52,12 +54,27 @@ class ValMetricConstant(Rule):
         if train is None:
             return []
         found = []
+        validation = [*view.all_series("val_loss"), *view.all_series("val_acc")]
         for role in ("val_loss", "val_acc"):
             for val in view.all_series(role):
                 finding = self._check_one(val, train, role)
                 if finding:
-                    found.append(finding)
-        return found[:1]
+                    moving = next((o for o in validation if o.name != val.name and not curves.frozen(o.values, 2, self.params["max_relative_spread"])), None)
+                    found.append(finding if moving is None else self._one_of_several(finding, moving))
+        return sorted(found, key=lambda f: f.severity == "info")[:1]
+
+    @staticmethod
+    def _one_of_several(finding: Finding, moving) -> Finding:
+        """A score frozen beside validation numbers that move (a per-class F1 at 0 beside the
+        overall F1) is a class the model never predicts, not an evaluation that looks at the
+        wrong model: a remark."""
+        return replace(
+            finding,
+            severity="info",
+            confidence=min(finding.confidence, 0.5),
+            title=f"{finding.title}; {moving.name} moves, so the evaluation sees the model: this one class or score is never hit",
+            evidence={**finding.evidence, "moving_validation_metric": moving.name},
+        )
 
     def _check_one(self, val, train, role: str) -> Finding | None:
         if not curves.frozen(val.values, self.params["min_evaluations"], self.params["max_relative_spread"]):
