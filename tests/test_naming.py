@@ -96,3 +96,14 @@ def test_names_sort_by_the_numbers_in_them():
     runs = ["lr0.01_s1", "lr0.001_s1", "lr0.01_s0", "lr0.001_s0", "version_10", "version_2"]
     assert sorted(runs, key=natural_key) == ["lr0.001_s0", "lr0.001_s1", "lr0.01_s0", "lr0.01_s1", "version_2", "version_10"]
     assert sorted(["lr1e-3", "lr3e-4", "lr1e-4"], key=natural_key) == ["lr1e-4", "lr3e-4", "lr1e-3"]
+
+
+def test_piped_names_are_whole_in_analyze_and_audit(tmp_path):
+    """A script greps the piped output for a run: no name may be cut with `…` (CliRunner is no terminal)."""
+    long = [f"learning_rate_sweep_adamw_cosine_warmup_trial_{i:04d}_seed_{i}" for i in range(3)]
+    for name in long:
+        write_run(tmp_path / name)
+    env = {"COLUMNS": "80", "NO_COLOR": "1"}
+    for args in (["analyze", str(tmp_path)], ["audit", str(tmp_path), "--no-cache", "-j", "1"]):
+        out = CliRunner().invoke(app, args, env=env).stdout
+        assert "…" not in out and all(name in out for name in long), out

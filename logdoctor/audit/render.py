@@ -106,13 +106,14 @@ STAT_COLUMNS = (("train_loss_final", "train"), ("val_loss_final", "val"), ("val_
 MIN_NAME_ROOM = 16
 
 
-def runs_table(report: AuditReport, quiet: bool = False, width: int = 80) -> Table:
+def runs_table(report: AuditReport, quiet: bool = False, width: int = 80, cut: bool = True) -> Table:
     """The per-run table for a terminal, one line per run at any width.
 
     Below 100 columns the status shrinks to its mark (the counts line above
-    spells the words out) and run names are cut in the middle, so the numbers
-    never wrap or get cut. Swept settings (linked ones first) get columns while
-    the run name keeps `MIN_NAME_ROOM` characters.
+    spells the words out) and run names are cut in the middle (with `cut`, on a
+    terminal: piped, names stay whole for grep), so the numbers never wrap or
+    get cut. Swept settings (linked ones first) get columns while the run name
+    keeps `MIN_NAME_ROOM` characters.
     """
     rows = [r for r in report.table() if not (quiet and r["status"] == "healthy")]
     narrow = width < 100
@@ -130,7 +131,7 @@ def runs_table(report: AuditReport, quiet: bool = False, width: int = 80) -> Tab
             break
         settings.append((key, cells))
         used += column_width(key, cells)
-    run_room = max(12, width - used - 2)
+    run_room = max(12, width - used - 2) if cut else max([12] + [len(r["run"]) for r in rows])
     table = Table(box=None, pad_edge=False, header_style="bold", caption="loss columns: final train, final val, best val")
     table.add_column("run", no_wrap=True, overflow="ellipsis")
     table.add_column("" if narrow else "status", no_wrap=True)
@@ -155,4 +156,11 @@ def print_terminal(console: Console, report: AuditReport, quiet: bool = False) -
         console.print()
     if report.results:
         console.print(Rule("Runs by severity", align="left"))
-        console.print(runs_table(report, quiet, console.width))
+        table = runs_table(report, quiet, console.width, cut=console.is_terminal)
+        if console.is_terminal:
+            console.print(table)
+            return
+        width = console.width  # piped: the table at its own width, names and numbers never cut
+        console.width = max(width, console.measure(table, options=console.options.update_width(10_000)).maximum)
+        console.print(table)
+        console.width = width
