@@ -73,6 +73,9 @@ class Run:
     warnings: list[str] = field(default_factory=list)
     #: Facts about how the data was normalised (restarts, duplicate steps...), for `inspect`.
     notes: list[str] = field(default_factory=list)
+    #: The error a console log ends on, as (class, line quoted) (`ingest/text_ending.py`); None
+    #: where it ends without one or the format cannot say.
+    ending: tuple[str, str] | None = None
 
     @property
     def metrics(self) -> list[str]:

@@ -124,7 +124,9 @@ def test_fail_on_sets_the_exit_code(runs):
 def test_input_errors_exit_2_with_one_line(tmp_path):
     result = CliRunner().invoke(app, ["analyze", str(tmp_path / "missing"), "-f", "json"])
     assert result.exit_code == 2
-    assert result.stdout == ""
+    doc = json.loads(result.stdout)  # still one document: no runs, and why in `skipped`
+    check_contract(doc)
+    assert doc["runs"] == [] and len(doc["skipped"]) == 1 and "missing" in doc["skipped"][0]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "missing" in lines[0] and "Traceback" not in result.stderr
     bad_format = CliRunner().invoke(app, ["analyze", str(tmp_path), "-f", "pdf"])

@@ -55,7 +55,7 @@ import itertools
 import math
 import re
 from array import array
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,7 +65,7 @@ import numpy as np
 import polars as pl
 
 from ..model import Run
-from . import Claim, ReadError, Source, text_templates
+from . import Claim, ReadError, Source, text_ending, text_templates
 from .csv_steps import grain, plan
 from .csv_table import step_restarts, stepless_rows, wide_to_tidy
 from .text_line import Shape, extract, has_counter, normalise, number, records, role
@@ -484,7 +484,29 @@ def _loss_from_perplexity(wide: Wide) -> tuple[Wide, list[str]]:
 def read(source: Source) -> list[Run]:
     path = source.files[0]
     scalars, notes, warnings = read_scalars(path)
-    return [Run(name="", path=str(source.path), format="text_log", scalars=scalars, notes=notes, warnings=warnings)]
+    run = Run(name="", path=str(source.path), format="text_log", scalars=scalars, notes=notes, warnings=warnings)
+    run.ending = _ending_of(_tail(path))
+    return [run]
+
+
+def _tail(path: Path) -> list[bytes]:
+    """The last lines of a file (its last `text_ending.TAIL_BYTES`)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, io.SEEK_END)
+            fh.seek(max(0, size - text_ending.TAIL_BYTES))
+            return fh.read().split(b"\n")
+    except OSError:
+        return []
+
+
+def _ending_of(raw: Iterable[bytes]) -> tuple[str, str] | None:
+    """The error the lines end on (`text_ending`), judged on the lines as a terminal shows them."""
+    return text_ending.ending(_display_lines(iter(raw)), _gives_loss)
+
+
+def _gives_loss(line: str) -> bool:
+    return any(role(name) in _LOSS_ROLES for name in extract(line)[1])
 
 
 def read_stream(stream: BinaryIO, label: str = STDIN) -> Run:
@@ -492,15 +514,19 @@ def read_stream(stream: BinaryIO, label: str = STDIN) -> Run:
     the first 64 KiB are held to tell a training log from other text, then line by line."""
     head = stream.read(_SNIFF_BYTES)
     text = head.decode("utf-8", errors="replace")
+    tail: deque[bytes] = deque(maxlen=text_ending.TAIL_LINES * 4)  # blank lines and redraws too
+    lines = (tail.append(raw) or raw for raw in itertools.chain(io.BytesIO(head + stream.readline()), stream))
     if is_text_log_head(text):
-        scalars, notes, warnings = read_lines(itertools.chain(io.BytesIO(head + stream.readline()), stream), label)
+        scalars, notes, warnings = read_lines(lines, label)
     elif _templates_of(text.split("\n")) is not None:
-        scalars, notes, warnings = _read_templates(itertools.chain(io.BytesIO(head + stream.readline()), stream), label)
+        scalars, notes, warnings = _read_templates(lines, label)
     else:
         raise ReadError(
             f"{label}: no training-log lines in the first 64 KiB (stdin takes a console log; pass a path for other formats)"
         )
-    return Run(name=label, path=label, format="text_log", scalars=scalars, notes=notes, warnings=warnings)
+    run = Run(name=label, path=label, format="text_log", scalars=scalars, notes=notes, warnings=warnings)
+    run.ending = _ending_of(tail)
+    return run
 
 
 def read_scalars(path: Path) -> tuple[pl.DataFrame, list[str], list[str]]:

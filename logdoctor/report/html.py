@@ -40,7 +40,7 @@ from .charts import chart_spec, script_json
 from .sparkline import svg_sparkline
 from .text import TOP_EVIDENCE, by_severity, evidence_items, fmt_num, main_loss, status_counts, step_range, verdict
 
-STATUS_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓", "not checked": "·"}
+STATUS_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓", "not checked": "·", "stopped": "■"}
 #: With more runs than this, healthy runs start collapsed.
 EXPAND_ALL_UP_TO = 12
 #: Index rows shown before "show all" (the worst runs); the rest arrive when asked for.
@@ -64,8 +64,8 @@ h2{font-size:17px;margin:28px 0 10px}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
 .sub{color:var(--mute);margin-bottom:14px}
 .counts span{display:inline-block;margin-right:8px;padding:3px 10px;border-radius:12px;font-weight:600;color:#fff}
-.bg-critical{background:var(--crit)}.bg-warning{background:var(--warn)}.bg-healthy{background:var(--ok)}.bg-info,.bg-not-checked{background:var(--info)}
-.fg-critical{color:var(--crit)}.fg-warning{color:var(--warn)}.fg-healthy{color:var(--ok)}.fg-info,.fg-not-checked{color:var(--info)}
+.bg-critical{background:var(--crit)}.bg-warning{background:var(--warn)}.bg-healthy{background:var(--ok)}.bg-info,.bg-not-checked,.bg-stopped{background:var(--info)}
+.fg-critical{color:var(--crit)}.fg-warning{color:var(--warn)}.fg-healthy{color:var(--ok)}.fg-info,.fg-not-checked,.fg-stopped{color:var(--info)}
 .scroll{overflow-x:auto;max-width:100%}
 table.index{border-collapse:collapse;width:100%;background:#fff;border:1px solid var(--line)}
 table.index th,table.index td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:middle}
@@ -77,7 +77,7 @@ table.index a:hover{text-decoration:underline}
 .chip{display:inline-block;white-space:nowrap;padding:0 6px;margin:1px 2px 1px 0;border-radius:4px;font:600 12px ui-monospace,Menlo,monospace;color:#fff}
 .status{font-weight:700;white-space:nowrap}
 section.run{background:#fff;border:1px solid var(--line);border-left:6px solid var(--ok);border-radius:6px;margin:14px 0}
-section.run.critical{border-left-color:var(--crit)}section.run.warning{border-left-color:var(--warn)}section.run.not-checked{border-left-color:var(--info)}
+section.run.critical{border-left-color:var(--crit)}section.run.warning{border-left-color:var(--warn)}section.run.not-checked,section.run.stopped{border-left-color:var(--info)}
 section.run>details>summary{padding:10px 14px;cursor:pointer;font-size:15px;list-style:none}
 section.run>details>summary::-webkit-details-marker{display:none}
 section.run>details>summary:before{content:"▸ ";color:var(--mute)}

@@ -27,7 +27,7 @@ from ..model import Diagnosis, Finding, RunDiagnosis
 from .sparkline import sparkline
 from .text import by_severity, counts_line, evidence_items, fmt_num, main_loss, md_code, md_escape, plain_fixes, slug, step_range, verdict
 
-STATUS_MARK = {"critical": "🔴", "warning": "🟠", "healthy": "🟢", "not checked": "🔵"}
+STATUS_MARK = {"critical": "🔴", "warning": "🟠", "healthy": "🟢", "not checked": "🔵", "stopped": "🟣"}
 SEVERITY_MARK = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
 
 

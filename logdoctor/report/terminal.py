@@ -40,8 +40,8 @@ from .sparkline import sparkline
 from ..naming import fit_names
 from .text import TOP_EVIDENCE, by_severity, counts_line, evidence_items, fmt_num, main_loss, plain_fixes, verdict, where
 
-VERDICT_STYLE = {"critical": "bold red", "warning": "bold yellow", "healthy": "bold green", "not checked": "bold cyan"}
-VERDICT_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓", "not checked": "·"}
+VERDICT_STYLE = {"critical": "bold red", "warning": "bold yellow", "healthy": "bold green", "not checked": "bold cyan", "stopped": "bold magenta"}
+VERDICT_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓", "not checked": "·", "stopped": "■"}
 SEVERITY_STYLE = {"critical": "red", "warning": "yellow", "info": "cyan"}
 #: Show the summary table from this many runs on.
 SUMMARY_MIN_RUNS = 3
@@ -237,7 +237,7 @@ def render_problem_lines(diagnosis: Diagnosis, console: Console) -> None:
     rows = []
     for rd in by_severity(diagnosis.runs):
         top = next((f for f in rd.findings if f.severity != "info"), None) or next(
-            (f for f in rd.findings if f.code == "not_checked"), None
+            (f for f in rd.findings if f.code in ("stopped", "not_checked")), None
         )
         if verdict(rd) != "healthy" and top is not None:
             rows.append((rd, top))

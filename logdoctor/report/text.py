@@ -189,16 +189,20 @@ def main_loss(rd: RunDiagnosis) -> Series | None:
 
 
 #: How a run reads in the human formats, worst first. "not checked" is a run whose JSON status is
-#: healthy but whose loss no rule could judge: calling it healthy would claim more than was looked at.
-VERDICTS = ("critical", "warning", "not checked", "healthy")
+#: healthy but whose loss no rule could judge: calling it healthy would claim more than was looked at;
+#: "stopped" one whose log ends on the error that stopped it (a `stopped` finding): it did not finish.
+VERDICTS = ("critical", "warning", "stopped", "not checked", "healthy")
 VERDICT_RANK = {v: i for i, v in enumerate(VERDICTS)}
 
 
 def verdict(rd: RunDiagnosis) -> str:
-    """The run's status, or "not checked" for a run without a problem whose loss no rule judged
-    (a `not_checked` finding: no loss, too few points, or an RL run checked for NaN / inf only)."""
-    unjudged = any(f.code == "not_checked" for f in rd.findings)
-    return "not checked" if rd.status == "healthy" and unjudged else rd.status
+    """The run's status; for a run without a problem, "stopped" when its log ends on an error (a
+    `stopped` finding), else "not checked" when no rule judged its loss (a `not_checked` finding:
+    no loss, too few points, or an RL run checked for NaN / inf only)."""
+    if rd.status != "healthy":
+        return rd.status
+    codes = {f.code for f in rd.findings}
+    return "stopped" if "stopped" in codes else "not checked" if "not_checked" in codes else "healthy"
 
 
 #: How a fix that is really a pointer to a replay probe starts (the rules' base adds it to the
