@@ -48,6 +48,8 @@ class OutputFormat(str, Enum):
     json = "json"
     md = "md"
     html = "html"
+    #: GitHub Actions workflow commands (`::error file=…::…`): a failing check points at the run.
+    github = "github"
 
 
 class ListFormat(str, Enum):
@@ -363,7 +365,11 @@ def _emit(diagnosis, fmt: OutputFormat, output: Optional[Path], style: Style, ex
     """
     _require_output_folder(output)
     quiet = style.quiet
-    if fmt == OutputFormat.json:
+    if fmt == OutputFormat.github:
+        from .report.github import diagnosis_commands
+
+        _write(diagnosis_commands(diagnosis), output)
+    elif fmt == OutputFormat.json:
         from .report.json_report import render_json
 
         _write(render_json(diagnosis, extra, quiet=quiet, config_source=style.config_source), output)
@@ -508,6 +514,58 @@ def _trimmed(draw, like=None, width: int = 100) -> str:
         )
     draw(console)
     return _TRAILING.sub(lambda m: "".join(_ANSI.findall(m.group())), console.file.getvalue())
+
+
+class Align(str, Enum):
+    step = "step"
+    epoch = "epoch"
+    tokens = "tokens"
+    samples = "samples"
+
+
+class CompareFailOn(str, Enum):
+    regression = "regression"
+    never = "never"
+
+
+@app.command()
+def compare(
+    run: Path = typer.Argument(..., metavar="RUN", help="The run to judge: a run folder or a log file holding one run."),
+    baselines: list[Path] = typer.Argument(..., metavar="BASELINE", help="Its baselines: run folders or log files; a folder of several runs (seeds) gives several."),
+    align: Align = typer.Option(Align.step, "--align", help="Align on the runs' steps, or on the epoch / tokens / samples seen that both log."),
+    fmt: Optional[OutputFormat] = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help=_OUTPUT_HELP),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
+    fail_on: CompareFailOn = typer.Option(CompareFailOn.never, "--fail-on", help="regression: exit 1 when the primary loss or the task metric is behind beyond the noise."),
+    no_plots: bool = flag("--no-plots", help="Markdown/HTML without plots."),
+) -> None:
+    """Did my change make training worse? The run against its baselines, per shared metric: behind, level or ahead
+    beyond the noise, from which step, by how much at the end and at its best; settings and findings that differ."""
+    from .compare import AlignError, CompareError
+    from .compare import compare as run_compare
+    from .report.compare_render import render_comparison
+
+    fmt = report_format(fmt, output)
+    config = _load_config(config_file, run, None, None)
+    _require_output_folder(output)
+    try:
+        comparison = run_compare(run, baselines, _rules_only(config), align.value)
+    except (CompareError, AlignError) as exc:
+        raise fail(str(exc)) from None
+    _print_skipped(comparison.skipped)
+    if fmt == OutputFormat.terminal:
+        from .report.compare_terminal import render_compare_terminal
+
+        text = _trimmed(lambda console: render_compare_terminal(comparison, console), like=None if output else _console())
+    else:
+        try:
+            text = render_comparison(comparison, fmt.value, config_source=config.source, output=output, plots=not no_plots)
+        except OSError as exc:
+            raise fail(f"{output}: cannot write plots ({exc.strerror})") from None
+    _write(text, output)
+    if output is not None:
+        print(f"wrote {output}: {'regression' if comparison.regression else 'no regression'}", file=sys.stderr)
+    raise typer.Exit(1 if fail_on == CompareFailOn.regression and comparison.regression else 0)
 
 
 @app.command()

@@ -12,7 +12,7 @@ digits, integer steps sent as gaps (`dx`), so a 1,000-run report stays a few MB.
 `\\u003c`-style escapes, so no log-derived string (a run named
 `</script><script>...`) can close the element or become markup.
 
-Public API: `chart_spec(rd, compact=False) -> dict | None`, `overlay_key(line)`, `script_json(obj) -> str`.
+Public API: `chart_spec(rd, compact=False) -> dict | None`, `panels_spec(panels)`, `overlay_key(line)`, `script_json(obj) -> str`.
 """
 from __future__ import annotations
 
@@ -34,7 +34,11 @@ DIGITS = 4
 def chart_spec(rd: RunDiagnosis, compact: bool = False) -> dict | None:
     """The run's panels as plain data for the page, or None when nothing is drawable.
     `compact` keeps the loss panel alone (healthy runs in a big report)."""
-    panels = panels_for(rd, compact=compact)
+    return panels_spec(panels_for(rd, compact=compact))
+
+
+def panels_spec(panels: list[Panel]) -> dict | None:
+    """Any figure description (a run's, a comparison's) as the page's chart JSON, or None when empty."""
     return {"panels": [_panel(p) for p in panels]} if panels else None
 
 

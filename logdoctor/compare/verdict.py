@@ -1,0 +1,101 @@
+"""Behind, level or ahead: one metric of the run against its baselines' band.
+
+The verdict is read at the end of the shared step range, where the question "did my
+change make training worse?" is answered: a run outside the band there, on the worse
+side, is behind; on the better side, ahead; inside, level. A run that is behind (or
+ahead) departs at the first step from which it stays outside the band on that side to
+the end. "How much" is said twice: at the end (the run's closing level against the
+baselines' mean) and at each side's best (the lowest loss, the highest accuracy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..curves import curve
+from ..model import Series
+from ..roles import higher_is_better
+from .band import Band, band
+
+BEHIND, LEVEL, AHEAD = "behind", "level", "ahead"
+
+
+@dataclass(frozen=True)
+class Level:
+    """Where the run and the baselines stand at one point of comparison (the end, or each one's best)."""
+
+    run: float
+    baseline: float
+    run_step: int
+    baseline_step: int
+
+    @property
+    def change(self) -> float:
+        return self.run - self.baseline
+
+    @property
+    def relative(self) -> float | None:
+        return self.change / abs(self.baseline) if self.baseline else None
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """One shared metric: the verdict, where the run departs, and by how much, with the band it was read on."""
+
+    role: str
+    run_metric: str
+    baseline_metrics: tuple[str, ...]
+    higher_is_better: bool
+    verdict: str
+    #: The run's step from which it stays outside the band on the verdict's side (None when level).
+    departs: int | None
+    end: Level
+    best: Level
+    #: How far the end may sit from the baselines' mean and still be level (the band's half-width there, worse side).
+    tolerance: float
+    band: Band
+
+    @property
+    def steps(self) -> tuple[int, int]:
+        return int(round(self.band.steps[0])), int(round(self.band.steps[-1]))
+
+
+def compare_metric(role: str, run: Series, baselines: list[Series]) -> MetricComparison | None:
+    """The verdict for one metric, or None when the sides share too few points to compare."""
+    run_curve = curve(run)
+    base_curves = [c for c in (curve(b) for b in baselines) if c is not None]
+    if run_curve is None or not base_curves:
+        return None
+    b = band(run_curve, base_curves)
+    if b is None:
+        return None
+    up = higher_is_better(role)
+    worse = b.run < b.lo if up else b.run > b.hi
+    better = b.run > b.hi if up else b.run < b.lo
+    verdict = BEHIND if worse[-1] else AHEAD if better[-1] else LEVEL
+    outside = worse if verdict == BEHIND else better if verdict == AHEAD else None
+    best = np.argmax if up else np.argmin
+    run_best, base_best = int(best(b.run)), int(best(b.centre))
+    return MetricComparison(
+        role=role,
+        run_metric=run.name,
+        baseline_metrics=tuple(dict.fromkeys(s.name for s in baselines)),
+        higher_is_better=up,
+        verdict=verdict,
+        departs=None if outside is None else _step(b, _stays_from(outside)),
+        end=Level(float(b.run[-1]), float(b.centre[-1]), _step(b, -1), _step(b, -1)),
+        best=Level(float(b.run[run_best]), float(b.centre[base_best]), _step(b, run_best), _step(b, base_best)),
+        tolerance=float((b.centre[-1] - b.lo[-1]) if up else (b.hi[-1] - b.centre[-1])),
+        band=b,
+    )
+
+
+def _stays_from(outside: np.ndarray) -> int:
+    """First index from which every later one is outside (the last one is)."""
+    inside = np.flatnonzero(~outside)
+    return int(inside[-1]) + 1 if len(inside) else 0
+
+
+def _step(b: Band, i: int) -> int:
+    return int(round(b.steps[i]))

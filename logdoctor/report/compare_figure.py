@@ -1,0 +1,43 @@
+"""What a comparison's figure shows, as data: one panel per compared metric.
+
+Each panel overlays what the verdict read (`compare.band.Band`): the run's smoothed level,
+each baseline's, and the band's edges, on the run's steps; where the run departs, a
+vertical mark, and the stretch from there to the end shaded. The HTML page draws it with
+uPlot (`charts.panels_spec`); the Markdown PNGs (`compare_plots`) draw the same arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..compare import BEHIND, Comparison, MetricComparison
+from ..model import Series
+from .compare_text import role_label
+from .figure import Line, Mark, Panel
+
+RUN_COLOR = "#d62728"
+BASELINE_COLORS = ("#1f77b4", "#4a90d9", "#6baed6", "#2c7fb8", "#08519c")
+BAND_COLOR = "#9ecae1"
+DEPARTS_COLOR = {BEHIND: "#d62728", "ahead": "#2e7d32"}
+
+
+def _series(name: str, steps: np.ndarray, values: np.ndarray) -> Series:
+    return Series(name, np.asarray(np.rint(steps), dtype=np.int64), np.asarray(values, dtype=float))
+
+
+def metric_panel(cmp: Comparison, m: MetricComparison) -> Panel:
+    b = m.band
+    lines = [Line("metric", _series(m.run_metric, b.steps, b.run), f"run: {cmp.run.run.name}", RUN_COLOR)]
+    for i, (rd, level) in enumerate(zip(cmp.baselines, b.baselines)):
+        lines.append(Line("other", _series(rd.run.name, b.steps, level), f"baseline: {rd.run.name}", BASELINE_COLORS[i % len(BASELINE_COLORS)]))
+    lines.append(Line("other", _series("band low", b.steps, b.lo), "band low", BAND_COLOR))
+    lines.append(Line("other", _series("band high", b.steps, b.hi), "band high", BAND_COLOR))
+    marks = []
+    if m.departs is not None:
+        color = DEPARTS_COLOR[m.verdict]
+        marks.append(Mark("band", f"{m.verdict} from step {m.departs:,} to the end", color, x0=m.departs, x1=m.steps[1]))
+        marks.append(Mark("vline", f"departs at step {m.departs:,}", color, x0=m.departs, dashed=True))
+    return Panel(key=m.role, ylabel=f"{role_label(m.role)}: {m.verdict}", lines=lines, marks=marks)
+
+
+def comparison_panels(cmp: Comparison) -> list[Panel]:
+    return [metric_panel(cmp, m) for m in cmp.metrics]
