@@ -532,6 +532,28 @@ def test_noisy_stationary_grad_norm_is_silent():
     assert codes(GradNormTrend(), view) == []
 
 
+def test_an_overfit_in_three_epochs_fires_when_the_rise_is_large_and_training_falls_at_every_epoch():
+    """BERT on IMDB, 3 epochs (Keras history): train 0.386 -> 0.227 -> 0.113, val 0.318 -> 0.320 -> 0.443."""
+    e = np.arange(3)
+    view = make_view({"loss": (e, np.array([0.386, 0.227, 0.113])), "val_loss": (e, np.array([0.318, 0.320, 0.443]))})
+    [f] = Overfit().check(view)
+    assert f.evidence["kind"] == "short history" and f.evidence["val_relative_change"] == pytest.approx(0.393, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    "val, train",
+    [
+        ([0.318, 0.300, 0.330], [0.386, 0.227, 0.113]),  # +10% from a best in the middle: too little to call in 3 points
+        ([0.318, 0.320, 0.443], [0.386, 0.390, 0.385]),  # training did not fall: not memorisation
+        ([0.318, 0.443, 0.310], [0.386, 0.227, 0.113]),  # back at its best by the end
+    ],
+    ids=["small-rise", "train-flat", "recovers"],
+)
+def test_short_history_near_misses(val, train):
+    e = np.arange(3)
+    assert codes(Overfit(), make_view({"loss": (e, np.array(train)), "val_loss": (e, np.array(val))})) == []
+
+
 # --------------------------------------------------------------------------- val_metric_constant
 
 
