@@ -86,6 +86,10 @@ def _write_synthetic(kind: str, folder: Path) -> None:
         lines += [f"epoch {s // 100} step {s} | train_loss {a:.4f} | lr 0.001" for s, a, _ in rows]
         lines += [f"[eval] step {s} val_loss {b:.4f}" for s, _, b in rows[::10]]
         (folder / "train.log").write_text("\n".join(lines) + "\n")
+    elif kind == "tb-download-csv":  # TensorBoard's "Download CSV": one tag per file, the tag only in the name
+        for tag, column in (("loss_train", 1), ("loss_val", 2)):
+            body = [f"{1.7e9 + row[0]},{row[0]},{row[column]}" for row in rows]
+            (folder / f"run-train-tag-{tag}.csv").write_text("\n".join(["Wall time,Step,Value"] + body) + "\n")
     elif kind == "ultralytics":
         head = "                  epoch,      train/box_loss,      train/cls_loss,   metrics/mAP50(B),        val/box_loss,      val/cls_loss"
         body = [f"{i + 1:>23},{a:>20.5f},{a / 2:>20.5f},{1 - b / 3:>20.5f},{b:>20.5f},{b / 2:>20.5f}" for i, (_, a, b) in enumerate(rows[:30])]
@@ -95,7 +99,7 @@ def _write_synthetic(kind: str, folder: Path) -> None:
         raise ValueError(kind)
 
 
-SYNTHETIC = ("wandb-jsonl", "wandb-ui-csv", "text", "ultralytics")
+SYNTHETIC = ("wandb-jsonl", "wandb-ui-csv", "text", "ultralytics", "tb-download-csv")
 
 
 def place_seed(kind: str, folder: Path) -> None:
@@ -161,7 +165,9 @@ def m_tfrecord(rng, folder):
     data = bytearray(path.read_bytes())
     offsets = _records(bytes(data)) or [0]
     at = rng.choice(offsets)
-    game = rng.choice(["huge", "zero", "random", "crc", "payload", "dup"])
+    game = rng.choice(["huge", "zero", "random", "crc", "payload", "dup", "hole", "hole"])
+    if game == "hole":
+        return _hole(rng, path, at)
     if game == "huge":
         data[at : at + 8] = struct.pack("<Q", rng.choice([2**63 - 1, 2**40, 2**32 + 5, len(data) * 4]))
     elif game == "zero":
@@ -177,6 +183,19 @@ def m_tfrecord(rng, folder):
         data += data[at:]
     path.write_bytes(bytes(data))
     return f"tfrecord {game} at {at} of {path.name}"
+
+
+def _hole(rng, path: Path, at: int) -> str:
+    """A 2 GB hole (a preallocated file, a writer that crashed, a copy tool) at a record boundary
+    or at the end: no disk is used, every byte of it reads as zero."""
+    data = path.read_bytes()
+    at = rng.choice([at, len(data)])
+    with open(path, "wb") as fh:
+        fh.write(data[:at])
+        fh.seek(2 << 30, os.SEEK_CUR)
+        fh.write(data[at:])
+        fh.truncate()
+    return f"tfrecord hole of 2 GB at {at} of {path.name}"
 
 
 def m_event_proto(rng, folder):
@@ -210,14 +229,16 @@ def m_csv(rng, folder):
     if path is None:
         return m_splice(rng, folder)
     lines = path.read_text(errors="replace").splitlines()
-    game = rng.choice(["ragged", "wide", "header-repeat", "step", "step-column", "dup-step", "hostile-header", "blank", "quotes", "bom-nul", "long"])
+    game = rng.choice(["ragged", "wide", "wide-header", "header-repeat", "step", "step-column", "dup-step", "hostile-header", "blank", "quotes", "bom-nul", "long"])
     if game == "ragged" and len(lines) > 2:
         for _ in range(rng.randrange(1, 20)):
             i = rng.randrange(1, len(lines))
             lines[i] = lines[i] + ",1" * rng.randrange(0, 30) if rng.random() < 0.5 else lines[i][: rng.randrange(len(lines[i]) + 1)]
     elif game == "wide":
-        n = rng.choice([200, 2000, 5000])
+        n = rng.choice([200, 2000, 5000, 100_000])
         lines = [line + "".join(f",c{j}" if i == 0 else ",0.5" for j in range(n)) for i, line in enumerate(lines)]
+    elif game == "wide-header" and lines:  # the header alone is wide: a million names over narrow rows
+        lines[0] += "".join(f",h{j}" for j in range(1_000_000))
     elif game == "header-repeat" and lines:
         for _ in range(rng.randrange(1, 5)):
             lines.insert(rng.randrange(1, len(lines) + 1), lines[0])
@@ -290,7 +311,7 @@ def m_json(rng, folder):
     if path is None:
         return m_splice(rng, folder)
     text = path.read_text(errors="replace")
-    game = rng.choice(["types", "deep", "numbers", "not-object", "huge-string", "dup-keys", "hostile-keys"]
+    game = rng.choice(["types", "deep", "deep-line", "wide-row", "numbers", "not-object", "huge-string", "dup-keys", "hostile-keys"]
                       + (["sparse-wide"] * 2 if path.name == "wandb-history.jsonl" else []))
     if game == "sparse-wide":
         return _sparse_wide(rng, path)
@@ -309,6 +330,15 @@ def m_json(rng, folder):
             text = json.dumps(data) + ("\n" + "\n".join(text.splitlines()[1:]) if path.suffix == ".jsonl" else "")
     elif game == "deep":
         text = text[: len(text) // 2] + _deep(rng.choice([100, 1000, 100_000]), rng.choice("[{")) + text[len(text) // 2 :]
+    elif game == "deep-line":  # one valid line (a history row, a log_history entry) holding a value nested deep
+        deep = _deep(rng.choice([400, 1000, 100_000]), rng.choice("[{"))
+        lines = text.splitlines() or [""]
+        at = rng.randrange(len(lines))
+        lines[at] = lines[at].replace("{", '{"deep": ' + deep + ", ", 1) if "{" in lines[at] else deep
+        text = "\n".join(lines) + "\n"
+    elif game == "wide-row":  # one line of a history row (or the document's first dict) with 100,000 or 200,000 keys
+        wide = ", ".join(f'"k{j}": 0.5' for j in range(rng.choice([100_000, 200_000])))
+        text = text.replace("{", "{" + wide + ", ", 1)
     elif game == "numbers":
         text = re.sub(r"\d+\.\d+", lambda m: rng.choice([m.group(), "1e400", "NaN", "-Infinity", "1" * 400, "0.0"]), text)
     elif game == "not-object":
@@ -370,7 +400,7 @@ def m_mlflow(rng, folder):
     if metrics is None:
         return m_flip(rng, folder)
     run = metrics.parent
-    game = rng.choice(["file-for-folder", "nested", "deleted", "garbage-lines", "empty-meta", "stray-entry"])
+    game = rng.choice(["file-for-folder", "nested", "deleted", "garbage-lines", "exotic-step", "empty-meta", "stray-entry"])
     if game == "file-for-folder":
         shutil.rmtree(metrics)
         metrics.write_text("1 2 3\n")
@@ -384,6 +414,13 @@ def m_mlflow(rng, folder):
     elif game == "garbage-lines":
         target = rng.choice(sorted(p for p in metrics.iterdir() if p.is_file()) or [metrics / "x"])
         target.write_text(rng.choice(["x y z\n", "1 2\n" * 3, "1 nan 3\n1 inf 4\n", "\x00\x00", "1 2 3 4 5 6\n", "1 2 -9999999999999999999999\n"]))
+    elif game == "exotic-step":  # one line of a metric file whose step no integer holds
+        target = rng.choice(sorted(p for p in metrics.iterdir() if p.is_file()) or [metrics / "x"])
+        lines = target.read_text(errors="replace").splitlines() or ["1700000000000 0.5 0"]
+        at = rng.randrange(len(lines))
+        cells = lines[at].split()
+        lines[at] = " ".join(cells[:2] + [rng.choice(["1e19", "inf", "-inf", "nan", "9223372036854775808", "-1e400", "1.5", "x"])])
+        target.write_text("\n".join(lines) + "\n")
     elif game == "empty-meta":
         (run / "meta.yaml").write_text("")
     else:
@@ -418,13 +455,18 @@ def m_wandb(rng, folder):
 def m_console(rng, folder):
     path = _pick(rng, folder, r"\.(log|txt|out)$") or folder / "train.log"
     text = path.read_text(errors="replace") if path.exists() else "epoch 1 step 1 loss 0.5\n" * 5
-    game = rng.choice(["escapes", "long-line", "many-values", "cr-storm", "binary", "markup"])
+    game = rng.choice(["escapes", "long-line", "long-records", "many-values", "cr-storm", "binary", "markup"])
     lines = text.splitlines()
     if game == "escapes":
         storm = ["\x1b[31m", "\x1b[2K\r", "\x1b]8;;http://x\x07link\x1b]8;;\x07", "\x1b[?25l", "\x9b", "\x07", "\x1b[1000D"]
         lines = [rng.choice(storm) * rng.randrange(1, 50) + line + rng.choice(storm) for line in lines]
     elif game == "long-line":
         lines.insert(rng.randrange(len(lines) + 1), "loss " + "9" * rng.choice([100_000, 10_000_000]))
+    elif game == "long-records":  # a loop printing with end=" ": one line of records (300 kB or 1 MB)
+        size, parts = rng.choice([300_000, 1_000_000]), []
+        while len(parts) * 22 < size:
+            parts.append(f"step {len(parts)} loss {2.5 * 0.999 ** len(parts):.4f}")
+        lines.insert(rng.randrange(len(lines) + 1), " ".join(parts))
     elif game == "many-values":
         lines.insert(rng.randrange(len(lines) + 1), "step 5 " + " ".join(f"m{i}: {i * 0.1:.3f}" for i in range(20_000)))
     elif game == "cr-storm":
@@ -444,6 +486,13 @@ HOSTILE_NAMES = [
 
 
 def m_names(rng, folder):
+    if rng.random() < 0.3:
+        victim = _pick(rng, folder)
+        accented = os.fsdecode(victim.stem.encode("utf-8", "surrogateescape") + rng.choice([b"_\xe9t\xe9", b"_pr\xe9cision", b"_\xff", b"_\xc3\xa9"]))
+        victim.rename(victim.with_name(accented + victim.suffix))
+        if re.fullmatch(r"run-.+-tag-.+\.csv", victim.name):  # the tag alone changes: the run must still be read
+            return f"hostile name {victim.with_name(accented + victim.suffix).name!r} of a TensorBoard download"
+        return f"hostile file name {victim.with_name(accented + victim.suffix).name!r}"
     name = rng.choice(HOSTILE_NAMES)
     target = folder.parent / os.fsdecode(b"bad-" + name)
     folder.rename(target)
@@ -489,11 +538,23 @@ def m_symlink(rng, folder):
 
 
 def m_unreadable(rng, folder):
+    """Mode 000 entries, folders listable but not enterable (`chmod -R 644`), and entries another
+    user owns with mode 600/700 (the worker runs as root without its permission bypass)."""
     dirs = [folder] + [p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()]  # not the case root through a link
     files = _files(folder)
+    game = rng.choice(["mode", "mode", "not-enterable", "other-owner"])
+    if game == "not-enterable":  # one folder and every folder under it
+        top = rng.choice(dirs)
+        for victim in sorted((d for d in dirs if d == top or top in d.parents), key=lambda d: -len(d.parts)):  # innermost first
+            victim.chmod(rng.choice([0o644, 0o444]))
+        return f"unreadable {game} {top.relative_to(folder.parent)}"
     victim = rng.choice(dirs + files)
-    victim.chmod(rng.choice([0, 0o300, 0o200]) if victim.is_dir() else 0)
-    return f"unreadable {victim.relative_to(folder.parent)}"
+    if game == "other-owner":  # the mode first: changing it takes the owner's right (or root's bypass, dropped)
+        victim.chmod(0o700 if victim.is_dir() else 0o600)
+        os.chown(victim, 65534, 65534, follow_symlinks=False)  # nobody
+    else:
+        victim.chmod(rng.choice([0, 0o300, 0o200]) if victim.is_dir() else 0)
+    return f"unreadable {game} {victim.relative_to(folder.parent)}"
 
 
 TOML_BAD = [
@@ -522,7 +583,7 @@ def m_toml(rng, folder):
 MUTATIONS = [
     (m_flip, None), (m_truncate, None), (m_splice, None),
     (m_tfrecord, ("tensorboard", "tensorboard-new", "keras-tb")), (m_event_proto, ("tensorboard", "tensorboard-new", "keras-tb")),
-    (m_csv, ("lightning", "csv", "keras-csv", "wandb-ui-csv", "ultralytics")),
+    (m_csv, ("lightning", "csv", "keras-csv", "wandb-ui-csv", "ultralytics", "tb-download-csv")),
     (m_json, ("hf", "wandb-jsonl", "csv")), (m_yaml, ("lightning", "ultralytics", "wandb-jsonl", "mlflow")),
     (m_mlflow, ("mlflow",)), (m_wandb, ("wandb",)), (m_console, ("text",)),
     (m_names, None), (m_symlink, None), (m_unreadable, None), (m_toml, None),
@@ -571,9 +632,19 @@ def release(where: Path) -> None:
 HARMLESS = re.compile(r"hostile name .*|symlink (loop|self|file-loop|deep)")
 
 
+#: Mutations that only take away the right to read: the damaged run is read or named in a line.
+HIDDEN = re.compile(r"unreadable .*")
+
+
 def keeps_bad_run(what: str) -> bool:
     """True when every mutation of a case (`build_case`'s description) left its run readable."""
     return all(HARMLESS.fullmatch(part) for part in what.split(": ", 1)[-1].split("; "))
+
+
+def only_hides_bad_run(what: str) -> bool:
+    """True when a case's mutations left its run whole but took away the right to read some of it."""
+    parts = what.split(": ", 1)[-1].split("; ")
+    return any(HIDDEN.fullmatch(p) for p in parts) and all(HARMLESS.fullmatch(p) or HIDDEN.fullmatch(p) for p in parts)
 
 
 def judge(rc: int | None, output: str, report: dict | None, baseline: list[str], what: str = "") -> tuple[str, str]:
@@ -596,6 +667,8 @@ def judge(rc: int | None, output: str, report: dict | None, baseline: list[str],
         return "lost", f"good run: {None if good is None else [f['code'] for f in good.get('findings', [])]} vs {baseline}"
     if keeps_bad_run(what) and len(runs) < 2:
         return "lost", f"a run only renamed or beside a harmless link was not read: {output[-300:]}"
+    if only_hides_bad_run(what) and len(runs) < 2 and not report.get("skipped"):
+        return "lost", "a run hidden by permissions vanished without a line"
     if _has_control(report):
         return "bad output", "control character in a report string"
     return "ok", ""
@@ -667,9 +740,9 @@ def worker(seed: int, indices: list[int], results: Path, baseline: list[str]) ->
     runner = CliRunner()
     with open(results, "a") as out:
         for index in indices:
-            out.write(json.dumps({"index": index, "started": True}) + "\n")
-            out.flush()
             where = Path(tempfile.mkdtemp(prefix=f"fuzz{index}-"))
+            out.write(json.dumps({"index": index, "started": True, "where": str(where)}) + "\n")
+            out.flush()
             outcome, detail, what = "ok", "", ""
             try:
                 what = build_case(index, seed, where)
@@ -742,6 +815,9 @@ def run_inprocess(seed: int, indices: list[int], results: Path, baseline: list[s
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 break
+        for row in _lines(results, mark):  # entries another user owns are left to a process with root's rights
+            if row.get("where") and os.path.lexists(row["where"]):
+                release(Path(row["where"]))
         finished = _finished(results, mark)
         started = _last_started(results, mark)
         if started is not None and started not in finished:
