@@ -24,6 +24,7 @@ from .model import SEVERITY_RANK, Diagnosis, Finding, Run, RunDiagnosis, printab
 from .numbers import fmt_num
 from .rules import all_rules
 from .view import RunView
+from .window import within_window
 
 
 def build_rules(config: Config) -> list:
@@ -38,7 +39,7 @@ NOT_LEARNED = {
     "flat": ("flat", "oscillate", "crawl", "diverge"),
     "crawl": ("crawl", "flat"),
     "overfit": ("overfit", "oscillate", "diverge"),
-    "val_metric_constant": ("val_metric_constant",),
+    "val_metric_constant": ("val_metric_constant", "overfit"),
 }
 
 
@@ -93,7 +94,7 @@ def diagnose_run(run: Run, config: Config, rules: list | None = None) -> RunDiag
         run.warnings.append(f"the did-it-learn judgement failed on this run ({type(exc).__name__}: {exc})")
         learning = Learning(None, "not judged")
     findings, lead = _lead_for(learning, findings, config)
-    findings = _proven(findings, view, run)
+    findings = within_window(_proven(findings, view, run), view)
     lead = lead if lead in findings else None
     return RunDiagnosis(run=run, roles=view.roles, findings=rank(findings, lead), learning=learning)
 

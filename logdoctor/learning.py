@@ -77,6 +77,8 @@ GENERATOR_RISE, GENERATOR_OVER_DISCRIMINATOR = 0.5, 10.0
 BROKEN_METRIC_PROBABILITY = 0.1
 #: A validation loss ending this share below its first evaluation improved, whatever its swings.
 VAL_CLEAR_SHARE = 0.02
+#: A loss ending below this share of its start fell most of the way: it learned something.
+FELL_FAR_SHARE = 0.5
 #: Point noise above this share of the loss's level: the loss bounces (oscillate).
 BOUNCE_SHARE = 0.08
 
@@ -159,7 +161,10 @@ def judge(view: RunView) -> Learning:
         if plain_accuracy and curves.frozen(metric.values) and math.exp(-max(levels.end, 0.0)) >= BROKEN_METRIC_PROBABILITY:
             reason = f"the loss fell, but {metric.name} is 0 at every point: the metric is broken, not the run"
             return Learning(True, reason, "val_metric_constant", metric, 0.8, steps, {**evidence, **extra})
-        code = "crawl" if _still_falling(loss) else "flat"
+        # a loss that fell most of the way while the task metric went to 0 learned the training
+        # set and nothing the metric counts (labels that match nothing, a broken evaluation)
+        fell_far = levels.end < FELL_FAR_SHARE * levels.start and levels.start > 0
+        code = "val_metric_constant" if fell_far else "crawl" if _still_falling(loss) else "flat"
         return Learning(False, f"{metric.name} ends at 0", code, loss, 0.85, steps, {**evidence, **extra}, "critical")
     if loss.name == (view.roles.get("train_loss")):
         unseen = _validation_never_improved(view)
