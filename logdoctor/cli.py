@@ -448,6 +448,7 @@ def audit(
     from .audit import audit as run_audit
     from .audit.executor import SchedulerError
     from .audit.render import print_terminal, sections
+    from .audit.sweep import Interrupted
     from .ingest import ReadError
 
     fmt = report_format(fmt, output)
@@ -462,6 +463,9 @@ def audit(
             )
     except (ReadError, SchedulerError) as exc:
         raise fail(str(exc)) from None
+    except Interrupted as stop:  # Ctrl-C: one line, how far it got and that a rerun resumes
+        print(f"logdoctor: {stop}", file=sys.stderr)
+        raise typer.Exit(code=130) from None
     if not report.results:
         _print_skipped(report.errors)
         raise _nothing_read(path, report.errors)
@@ -566,6 +570,18 @@ def compare(
     if output is not None:
         print(f"wrote {output}: {'regression' if comparison.regression else 'no regression'}", file=sys.stderr)
     raise typer.Exit(1 if fail_on == CompareFailOn.regression and comparison.regression else 0)
+
+
+@app.command()
+def mcp() -> None:
+    """Serve analyze, inspect, explain and compare as MCP tools over stdio, for coding agents (needs the mcp extra:
+    pip install 'logdoctor[mcp]'); each tool answers with the JSON contract."""
+    try:
+        from .mcp_server import serve
+        import mcp as _sdk  # noqa: F401 - the SDK is an optional extra: say so before serving
+    except ImportError:
+        raise fail("logdoctor mcp needs the MCP Python SDK: pip install 'logdoctor[mcp]'") from None
+    serve()
 
 
 @app.command()

@@ -132,7 +132,7 @@ def test_the_page_table_has_every_swept_setting_and_escapes_log_strings(tmp_path
     assert "\\u003cimg src=x onerror=alert(1)\\u003e" in html  # ... and in the charts' JSON
     table = re.search(r'<table class="sweep">(.*?)</table>', html, re.S).group(1)
     heads = [unescape(re.sub("<.*?>", "", h)) for h in re.findall(r"<th[^>]*>(.*?)</th>", table)]
-    assert heads[:5] == ["run", "status", "top finding", "lr", "note"]
+    assert heads[:5] == ["run", "lr", "status", "top finding", "note"]  # the key setting beside the run's name
     rows = re.findall(r'<td class="run" data-sort="(\d+)"><a href="#(run-\d+)">(.*?)</a>', table)
     natural = sorted(rows, key=lambda r: int(r[0]))
     assert [unescape(n) for _, _, n in natural] == [IMG, "version_1", "version_2", "version_10"]

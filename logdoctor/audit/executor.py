@@ -37,9 +37,15 @@ def run_serial(tasks: Sequence[Task], config, on_done: Done) -> None:
 
 
 def run_processes(tasks: Sequence[Task], config, jobs: int, on_done: Done) -> None:
-    """A spawn-context process pool (fork is unsafe once polars' thread pool exists)."""
+    """A spawn-context process pool (fork is unsafe once polars' thread pool exists).
+
+    Interrupted (Ctrl-C), the pool is stopped at once: queued tasks are dropped and the workers killed
+    mid-run, since leaving the `with` block would wait for every task already handed out. What finished
+    is in the cache already (`on_done` runs as each task ends).
+    """
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=limit_threads) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=limit_threads)
+    try:
         futures = {pool.submit(run_task, task, config): task for task in tasks}
         for future in as_completed(futures):
             task = futures[future]
@@ -48,6 +54,22 @@ def run_processes(tasks: Sequence[Task], config, jobs: int, on_done: Done) -> No
             except Exception as exc:  # noqa: BLE001 - a dead worker costs its task, not the audit
                 output = _crashed(task, exc)
             on_done(task, output)
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown()
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Drop the queued tasks and kill the workers (Python 3.14's `kill_workers`; before it, its processes,
+    taken before `shutdown` forgets them)."""
+    kill = getattr(pool, "kill_workers", None)
+    if kill is not None:
+        kill()
+    else:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def run_dask(tasks: Sequence[Task], config, scheduler: str, on_done: Done) -> None:

@@ -41,7 +41,9 @@ def summary_section(report: AuditReport) -> str:
     st = report.stats
     if st:
         how = st.get("executor") or "this process"
-        lines += ["", f"Audited in {st.get('seconds', 0):.1f} s ({how}): {st.get('read', 0)} read, {st.get('cached', 0)} from cache."]
+        read, cached = st.get("read", 0), st.get("cached", 0)
+        done = f"resumed from the cache ({cached} runs), {read} read" if read and cached else f"{read} read, {cached} from cache"
+        lines += ["", f"Audited in {st.get('seconds', 0):.1f} s ({how}): {done}."]
     return "\n".join(lines)
 
 

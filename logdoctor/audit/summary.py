@@ -6,6 +6,7 @@ drawing in `render` and the shared report renderers.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -44,6 +45,17 @@ def best_run(results: list[RunResult], rank_by: str = "final") -> tuple[RunResul
         if scored:
             return min(scored, key=lambda r: (r.stats[key], r.run)), key
     return None, None
+
+
+def is_seed(key: str) -> bool:
+    """`seed`, `random_seed`, `data.seed`, `seed_everything`: which run of a repeat, not a setting."""
+    return "seed" in re.split(r"[^a-z0-9]+", key.lower()) or key.lower().endswith("seed")
+
+
+def numeric(values: list[Any]) -> bool:
+    """Every value present is a finite number (not a bool)."""
+    present = [v for v in values if v is not None]
+    return bool(present) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in present)
 
 
 #: With more runs than this, a text setting whose every run has its own value is an identifier
@@ -106,12 +118,22 @@ class AuditReport:
 
     @cached_property
     def swept(self) -> list[str]:
-        """Config keys that differ across runs, most important first: settings with a supported effect or link
-        (by importance share), then the rest by importance share, then in natural order."""
+        """Config keys that differ across runs, `key_setting` first, then settings with a supported effect or
+        link (by importance share), the rest by importance share, then in natural order; seeds last."""
         shares = self.importance.shares if self.importance else {}
         supported = [e.param for e in self.effects] + [c.param for link in self.links for c in link.conditions]
         by_share = lambda keys: sorted(dict.fromkeys(keys), key=lambda k: -shares.get(k, 0.0))  # noqa: E731 - stable
-        return swept_settings(self.results, by_share(supported) + by_share(k for k, v in shares.items() if v > 0))
+        ranked = swept_settings(self.results, by_share(supported) + by_share(k for k, v in shares.items() if v > 0))
+        ranked = sorted(ranked, key=is_seed)  # stable: seeds last (one confounded with the cause explains nothing)
+        if not supported and not any(shares.values()):  # nothing ranks them: numbers before text
+            ranked = sorted(ranked, key=lambda k: not numeric([r.params.get(k) for r in self.results]) or is_seed(k))
+        return ranked
+
+    @property
+    def key_setting(self) -> str | None:
+        """The setting a person opens the sweep page for: the most important one (a seed only when nothing else
+        was swept). The page plots against it first and every runs table keeps its column."""
+        return self.swept[0] if self.swept else None
 
     @property
     def best(self) -> tuple[RunResult | None, str | None]:

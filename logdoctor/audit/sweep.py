@@ -18,6 +18,20 @@ from .summary import AuditReport, swept_settings
 from .tasks import Task, is_url, plan
 from .worker import TaskOutput
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during an audit; str() is the one line for the user: how far it got and how to go on."""
+
+    def __init__(self, done: int, total: int, cached: bool):
+        super().__init__(done, total, cached)
+        self.done, self.total, self.cached = done, total, cached
+
+    def __str__(self) -> str:
+        if self.cached:
+            return (f"interrupted: {self.done} of {self.total} runs done and cached; "
+                    "run the same command again to resume from the cache")
+        return f"interrupted: {self.done} of {self.total} runs done (--no-cache: nothing kept, a rerun starts over)"
+
+
 def user_cache_home() -> Path:
     """The user's cache folder (XDG: `$XDG_CACHE_HOME`, else `~/.cache`)."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -90,13 +104,16 @@ def audit(
         if progress:
             progress(len(outputs), len(tasks))
 
-    how = execute(todo, config, done, jobs=jobs, scheduler=scheduler)
-    results = [r for task in tasks for r in outputs[id(task)].results]
-    errors = [e for task in tasks for e in outputs[id(task)].errors]
-    links = find_links(results)
-    swept = swept_settings(results)
-    effects = find_effects(results, swept, rank_by)
-    importance = rank_settings(results, swept, effects, rank_by)
+    try:
+        how = execute(todo, config, done, jobs=jobs, scheduler=scheduler)
+        results = [r for task in tasks for r in outputs[id(task)].results]
+        errors = [e for task in tasks for e in outputs[id(task)].errors]
+        links = find_links(results)
+        swept = swept_settings(results)
+        effects = find_effects(results, swept, rank_by)
+        importance = rank_settings(results, swept, effects, rank_by)
+    except KeyboardInterrupt:
+        raise Interrupted(len(outputs), len(tasks), cache is not None) from None
     stats = {
         "tasks": len(tasks),
         "cached": len(tasks) - len(todo),

@@ -22,12 +22,18 @@ class TaskOutput:
 
 
 def limit_threads() -> None:
-    """Process-pool initializer: one compute thread per worker process.
+    """Process-pool initializer: one compute thread per worker process, and Ctrl-C left to the parent.
 
     With --jobs N the audit already keeps N cores busy; polars' and BLAS's own
     thread pools would only oversubscribe them. Runs before polars is imported
-    in the worker (this package's __init__ imports nothing heavy).
+    in the worker (this package's __init__ imports nothing heavy). A Ctrl-C in
+    the terminal reaches every process of the group: workers ignore it (each
+    would print a traceback and carry on with its next task) and the parent
+    stops them.
     """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     for var in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
 

@@ -4,8 +4,9 @@
  * a log/linear toggle per panel, TensorBoard-style EMA smoothing (the raw line stays faint behind), the
  * findings' evidence drawn over the data (bands, vertical marks, level lines, points, ticks).
  * "Compare runs" overlays one metric of several runs on one chart.
- * The audit's page (audit/page.py) adds its sweep: the outcome of every run against a setting, every run's loss
- * overlaid and coloured by that setting, and a sortable table linking each run to its card.
+ * The audit's page (audit/page.py) adds its sweep: a picker of the setting (most important first), the outcome of
+ * every run against it, every run's loss overlaid and coloured by it, parallel coordinates of every setting and
+ * the final loss, and a sortable table linking each run to its card.
  * Every log-derived string comes from JSON and enters the page as text (textContent), never as markup. */
 (function () {
   "use strict";
@@ -163,8 +164,10 @@
         series.push({ label: l.label, stroke: l.color, width: 1.6, scale: l.twin ? "lr" : "y", spanGaps: true,
                       show: smoothing > 0, points: { show: false }, value: function (u, v) { return fmt(v); } });
       });
-      var axes = [{ stroke: "#555", grid: { stroke: "#eee" } }, { stroke: "#555", grid: { stroke: "#eee" }, size: 60, values: function (u, vs) { return vs.map(tick); } }];
-      if (hasTwin) axes.push({ scale: "lr", side: 1, stroke: "#888", grid: { show: false }, size: 60, values: function (u, vs) { return vs.map(tick); } });
+      var axes = [{ stroke: "#555", grid: { stroke: "#eee" } }, { stroke: "#555", grid: { stroke: "#eee" }, size: 60, values: function (u, vs) { return vs.map(tick); },
+                                                                splits: logMain ? logSplits : undefined, filter: logMain ? everySplit : undefined }];
+      if (hasTwin) axes.push({ scale: "lr", side: 1, stroke: "#888", grid: { show: false }, size: 60, values: function (u, vs) { return vs.map(tick); },
+                               splits: logTwin ? logSplits : undefined, filter: logTwin ? everySplit : undefined });
       var scales = { x: { time: false }, y: yscale };
       if (hasTwin) scales.lr = { distr: logTwin ? 3 : 1 };
       var plugins = [panPlugin()];
@@ -382,14 +385,24 @@
     for (var i = 0; i < vs.length; i++) { if (vs[i] < lo) lo = vs[i]; if (vs[i] > hi) hi = vs[i]; }
     return [lo, hi];
   }
-  /* Log-axis ticks and grid lines: 1, 2 and 5 times the powers of ten in range (1 alone where decades are narrow). */
+  /* Log-axis ticks and grid lines: 1, 2 and 5 times the powers of ten in range (1 alone where decades are narrow),
+   * every k-th decade where many would crowd the axis (an LR falling to 5e-51 spans 48 of them: uPlot's own log
+   * splits loop until the array overflows there). Vertical axes ask the height, horizontal ones the width. */
   function logSplits(u, axis, min, max) {
-    var decades = Math.log10(max / min), out = [], few = decades < 3 && u.bbox.width / uPlot.pxRatio / decades > 160;
-    for (var e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
+    if (!(min > 0) || !(max > min) || !isFinite(max)) return [];
+    var vertical = u.axes[axis] && (u.axes[axis].side === 1 || u.axes[axis].side === 3);
+    var room = (vertical ? u.bbox.height : u.bbox.width) / uPlot.pxRatio;
+    var decades = Math.log10(max / min), out = [], few = decades < 3 && room / decades > 160;
+    var every = Math.max(1, Math.ceil(decades / Math.max(2, Math.floor(room / (vertical ? 28 : 70)))));
+    var lo = Math.floor(Math.log10(min)), hi = Math.ceil(Math.log10(max));
+    for (var e = lo; e <= hi; e++) {
+      if (((e % every) + every) % every) continue;  // round decades: 1e-10, 1e-20, ...
       (few ? [1, 2, 5] : [1]).forEach(function (m) { var v = +(m * Math.pow(10, e)).toPrecision(6); if (v >= min && v <= max) out.push(v); });
     }
     return out;
   }
+  /* Every split logSplits chose gets its label (uPlot's log filter would blank those off its own grid). */
+  function everySplit(u, splits) { return splits; }
   /* [lo, hi] of positive (log) or all finite values at most `cap` (those above are drawn at the top edge),
    * padded to frame the marks. */
   function frame(values, log, cap) {
@@ -615,6 +628,109 @@
     return chartEntry;
   }
 
+  /* The sweep seen along one setting (data.settings[i]): its scale and legend, and each run's x, label and colour. */
+  function along(data, axis) {
+    var view = Object.assign({}, data, { setting: axis.name, numeric: axis.numeric, log: axis.log, categories: axis.categories, legend: axis.legend });
+    view.runs = data.runs.map(function (r, i) { return Object.assign({}, r, { x: axis.x[i], label: axis.label[i], color: axis.color[i] }); });
+    return view;
+  }
+
+  /* Parallel coordinates: an axis per swept setting (most important first) and one for the final loss, a line per
+   * run coloured by its loss (dark: low, yellow: high; red: NaN / inf, drawn above the loss axis). Hover names the
+   * nearest run, a click opens its card. A plain canvas: uPlot has no parallel axes. */
+  var RAMP = ["#440154", "#46327e", "#365c8d", "#277f8e", "#1fa187", "#4ac16d", "#a0da39"];
+  function ramp(t) {
+    var at = Math.max(0, Math.min(1, t)) * (RAMP.length - 1), i = Math.min(Math.floor(at), RAMP.length - 2), f = at - i;
+    var a = RAMP[i], b = RAMP[i + 1], out = "#";
+    for (var k = 1; k < 7; k += 2) {
+      var c = Math.round(parseInt(a.substr(k, 2), 16) + f * (parseInt(b.substr(k, 2), 16) - parseInt(a.substr(k, 2), 16)));
+      out += (c < 16 ? "0" : "") + c.toString(16);
+    }
+    return out;
+  }
+  function parallelChart(box, data) {
+    var axes = data.settings.slice(0, 12), runs = data.runs, H = 260, PAD = 28, TOP = 26;
+    var finals = runs.map(function (r) { return r.final; }), cap = 10 * median(finals);
+    var logY = spread(finals, cap) > 100;
+    var yr = extent(finals.filter(function (v) { return v !== null && (!(cap > 0) || v <= cap) && (!logY || v > 0); }));
+    if (!(yr[1] > yr[0])) yr = isFinite(yr[0]) ? [yr[0] - 1, yr[0] + 1] : [0, 1];  // the loss axis spans the losses drawn
+    var holder = el("div", "chart"), readout = el("div", "readout"), hint = "hover a line for its run, click to open it";
+    readout.textContent = hint;
+    var canvas = el("canvas");
+    holder.appendChild(canvas); box.appendChild(holder); box.appendChild(readout);
+    box.appendChild(legendOf([["low " + data.y, RAMP[0], "line"], ["high", RAMP[RAMP.length - 1], "line"], ["NaN / inf or off the chart", "#c62828", "line"]]));
+    var ext = axes.map(function (a) { var vs = a.x.filter(function (v) { return v !== null; }); return extent(a.log ? vs.map(Math.log) : vs); });
+    var lines = [], hot = null;
+    function position(w) {  // per run, its [x, y] on each axis in CSS px (null where it has no value)
+      var xs = axes.concat([null]).map(function (a, j) { return PAD + j * (w - 2 * PAD) / Math.max(1, axes.length); });
+      lines = runs.map(function (r, i) {
+        var pts = axes.map(function (a, j) {
+          var v = a.x[i];
+          if (v === null) return null;
+          var e = ext[j], t = a.categories ? (a.categories.length > 1 ? v / (a.categories.length - 1) : 0.5)
+                                           : e[1] > e[0] ? ((a.log ? Math.log(v) : v) - e[0]) / (e[1] - e[0]) : 0.5;
+          return [xs[j], TOP + (1 - t) * (H - TOP - PAD)];
+        });
+        var f = r.final, off = f === null ? r.nonfinite : f > yr[1];
+        var t = off ? 1 : f === null ? null : logY ? (Math.log(f) - Math.log(yr[0])) / (Math.log(yr[1]) - Math.log(yr[0])) : (f - yr[0]) / (yr[1] - yr[0]);
+        pts.push(t === null ? null : [xs[axes.length], off ? TOP - 14 : TOP + (1 - t) * (H - TOP - PAD)]);
+        return { run: r, pts: pts, color: off ? "#c62828" : t === null ? "#9aa0a6" : ramp(t) };
+      });
+      return xs;
+    }
+    function draw() {
+      var w = Math.max(240, holder.clientWidth || box.clientWidth || 600), px = window.devicePixelRatio || 1;
+      canvas.width = w * px; canvas.height = H * px; canvas.style.width = w + "px"; canvas.style.height = H + "px";
+      var ctx = canvas.getContext("2d"), xs = position(w);
+      ctx.setTransform(px, 0, 0, px, 0, 0); ctx.clearRect(0, 0, w, H); ctx.lineJoin = "round";
+      var order = hot ? lines.filter(function (l) { return l !== hot; }).concat([hot]) : lines;
+      order.forEach(function (l) {
+        ctx.strokeStyle = l.color; ctx.globalAlpha = hot && l !== hot ? 0.25 : 0.75; ctx.lineWidth = l === hot ? 2.6 : 1.2;
+        ctx.beginPath();
+        var on = false;
+        l.pts.forEach(function (p) { if (!p) { on = false; return; } if (on) ctx.lineTo(p[0], p[1]); else ctx.moveTo(p[0], p[1]); on = true; });
+        ctx.stroke();
+      });
+      ctx.globalAlpha = 1; ctx.strokeStyle = "#555"; ctx.fillStyle = "#333"; ctx.lineWidth = 1; ctx.font = "11px system-ui,sans-serif";
+      axes.concat([{ name: "final " + data.y }]).forEach(function (a, j) {
+        var x = xs[j];
+        ctx.beginPath(); ctx.moveTo(x, TOP); ctx.lineTo(x, H - PAD); ctx.stroke();
+        ctx.textAlign = j === 0 ? "left" : j === axes.length ? "right" : "center";
+        var name = a.name.length > 16 ? a.name.slice(0, 15) + "…" : a.name;
+        ctx.fillText(name, x, H - PAD + 14);
+        var lo, hi;
+        if (j === axes.length) { lo = tick(yr[0]); hi = tick(yr[1]); }
+        else if (a.categories) { lo = a.categories[0]; hi = a.categories[a.categories.length - 1]; }
+        else { lo = tick(a.log ? Math.exp(ext[j][0]) : ext[j][0]); hi = tick(a.log ? Math.exp(ext[j][1]) : ext[j][1]); }
+        ctx.fillStyle = "#777"; ctx.fillText(String(hi).slice(0, 12), x, TOP - 4 - (j === axes.length ? 14 : 0)); ctx.fillText(String(lo).slice(0, 12), x, H - PAD + 26 > H ? H - 2 : H - PAD + 26);
+        ctx.fillStyle = "#333";
+      });
+    }
+    function nearest(mx, my) {
+      var best = null, dist = 12;
+      lines.forEach(function (l) {
+        for (var j = 0; j + 1 < l.pts.length; j++) {
+          var a = l.pts[j], b = l.pts[j + 1];
+          if (!a || !b || mx < a[0] || mx > b[0]) continue;
+          var y = a[1] + (b[1] - a[1]) * (mx - a[0]) / (b[0] - a[0] || 1), d = Math.abs(y - my);
+          if (d < dist) { dist = d; best = l; }
+        }
+      });
+      return best;
+    }
+    canvas.addEventListener("mousemove", function (e) {
+      var r = canvas.getBoundingClientRect(), l = nearest(e.clientX - r.left, e.clientY - r.top);
+      readout.textContent = l ? l.run.name + " · " + axes.map(function (a) { return a.name + " = " + (a.label[runs.indexOf(l.run)] || "–"); }).join(" · ") +
+        " · final " + (l.run.nonfinite ? "NaN / inf" : fmt(l.run.final)) + " · " + l.run.status : hint;
+      if (l !== hot) { hot = l; draw(); }
+    });
+    canvas.addEventListener("click", function () { if (hot && openCard(hot.run.id)) location.hash = hot.run.id; });
+    var pending = null;
+    window.addEventListener("resize", function () { clearTimeout(pending); pending = setTimeout(draw, 150); });
+    draw();
+    return { el: box, canvas: canvas, lines: function () { return lines; }, readout: readout };
+  }
+
   function setupSweep() {
     var node = document.getElementById("sweep-data");
     if (!node) return;
@@ -622,8 +738,29 @@
     var table = document.querySelector("table.sweep");
     if (table) sortable(table);
     var outcome = document.getElementById("sweep-outcome"), curves = document.getElementById("sweep-curves");
-    if (outcome && data.runs.some(function (r) { return r.x !== null; })) outcomeChart(outcome, data);
-    if (curves) curvesChart(curves, data);
+    var parallel = document.getElementById("sweep-parallel"), pick = document.getElementById("sweep-pick");
+    var drawn = [];
+    function draw(view) {  // (re)draw the outcome and curves charts along the picked setting
+      drawn.forEach(function (entry) { if (entry && charts.indexOf(entry) >= 0) charts.splice(charts.indexOf(entry), 1); });
+      [outcome, curves].forEach(function (box) { if (box) Array.from(box.children).forEach(function (c) { if (c.tagName !== "H3") box.removeChild(c); }); });
+      Array.from(document.querySelectorAll(".sweep-key")).forEach(function (k) { k.textContent = view.setting || "status"; });
+      drawn = [outcome && view.runs.some(function (r) { return r.x !== null; }) ? outcomeChart(outcome, view) : null,
+               curves ? curvesChart(curves, view) : null];
+    }
+    draw(data);
+    if (pick && data.settings.length > 1) {
+      var select = el("select");
+      select.id = "sweep-axis";
+      data.settings.forEach(function (a, i) {
+        var o = el("option", "", a.name + (a.importance !== null && a.importance !== undefined ? " (importance " + a.importance.toFixed(2) + ")" : ""));
+        o.value = String(i); select.appendChild(o);
+      });
+      var label = el("label", "", "x-axis and colour: ");
+      label.appendChild(select); pick.appendChild(label);
+      if (data.importance) pick.appendChild(el("span", "meta", " settings ordered by " + data.importance));
+      select.addEventListener("change", function () { draw(along(data, data.settings[+select.value])); });
+    }
+    if (parallel && data.settings.length) window.logdoctorParallel = parallelChart(parallel, data);
   }
 
   /* Charts follow the page width (a phone turned, a window resized). */
