@@ -15,7 +15,10 @@ class NotChecked(Rule):
         reward-only RL run, a run that logs only accuracy), or the loss has
         fewer points than the shape rules need (a single end-of-run
         value), or the run logs a reward or is a GAN, so its losses are checked for
-        NaN / inf only (an RL loss is not minimised toward a floor). An
+        NaN / inf only (an RL loss is not minimised toward a floor), or a
+        console log is a window too short to show a shape (it starts
+        mid-run, or holds fewer than 8 points: `window.py` names the codes
+        left unjudged, "too short to judge: flat, crawl"). An
         info finding: it never makes a run a warning, but the reports label
         a run that no rule could judge `NOT CHECKED` rather than `HEALTHY`.
     Root causes:
