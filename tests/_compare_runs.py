@@ -4,7 +4,9 @@ and writers (scripts/samples: a digits MLP, Adam, batch 32, evaluated every 20 s
 * `base`: the recipe, seed 0, TensorBoard (SummaryWriter);
 * `base_csv`: the same training written as a plain CSV (the cross-format baseline);
 * `seed1`, `seed2`: the same recipe, seeds 1 and 2, plain CSV;
-* `lr_tenth`: the recipe at a tenth of the learning rate, seed 0, TensorBoard.
+* `lr_tenth`: the recipe at a tenth of the learning rate, seed 0, TensorBoard;
+* `fp16`: the recipe with `model.half()` and no loss scaling or fp32 master weights (Adam's
+  eps rounds to 0 in fp16: the loss is NaN from the first update), plain CSV.
 
 300 steps each, one CPU thread: about half a second a run.
 """
@@ -34,12 +36,13 @@ def write_runs(out: Path) -> dict[str, Path]:
     try:
         recipe = dict(task="digits_mlp", steps=STEPS, eval_every=20)
         base = train(Spec(seed=0, lr=LR, **recipe))
-        runs = {name: out / name for name in ("base", "base_csv", "seed1", "seed2", "lr_tenth")}
+        runs = {name: out / name for name in ("base", "base_csv", "seed1", "seed2", "lr_tenth", "fp16")}
         writers.tensorboard(base, runs["base"], NAMES["tensorboard"])
         writers.plain_csv(base, runs["base_csv"], NAMES["csv"])
         for seed in (1, 2):
             writers.plain_csv(train(Spec(seed=seed, lr=LR, **recipe)), runs[f"seed{seed}"], NAMES["csv"])
         writers.tensorboard(train(Spec(seed=0, lr=LR / 10, **recipe)), runs["lr_tenth"], NAMES["tensorboard"])
+        writers.plain_csv(train(Spec(seed=0, lr=LR, fault="fp16_no_scaler", **recipe)), runs["fp16"], NAMES["csv"])
     finally:
         torch.set_num_threads(threads)
     return runs

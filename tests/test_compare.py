@@ -110,6 +110,17 @@ def test_the_same_holds_across_formats_tensorboard_run_against_csv_baseline(runs
     assert invoke("compare", runs["lr_tenth"], runs["base_csv"], "--fail-on", "regression").exit_code == 1
 
 
+def test_a_run_whose_loss_turns_nan_is_behind_from_that_step_and_brings_a_finding_the_baseline_has_not(runs):
+    cmp = compare(runs["fp16"], [runs["base"]])  # model.half() without loss scaling: NaN from the first update
+    by_role = {m.role: m for m in cmp.metrics}
+    assert verdicts(cmp) == {"val_loss": BEHIND, "train_loss": BEHIND, "val_acc": BEHIND} and cmp.regression
+    assert by_role["train_loss"].departs == 1 and np.isnan(by_role["train_loss"].end.run)
+    assert [f.code for f in cmp.run_only] == ["diverge"] and not cmp.baselines_only
+    page = invoke("compare", runs["fp16"], runs["base"], "-f", "html")
+    assert page.exit_code == 0 and "NaN" not in page.stdout.split('id="chart-comparison">', 1)[1].split("</script>", 1)[0]
+    assert invoke("compare", runs["fp16"], runs["base"], "--fail-on", "regression").exit_code == 1
+
+
 def test_the_baseline_against_the_slower_run_is_ahead(runs):
     cmp = compare(runs["base"], [runs["lr_tenth"]])
     assert verdicts(cmp) == {"val_loss": AHEAD, "train_loss": AHEAD, "val_acc": AHEAD} and not cmp.regression
@@ -132,6 +143,11 @@ def test_a_baseline_counted_in_twice_the_samples_per_step_is_placed_at_the_run_s
 
 
 # ---------------------------------------------------------------- reports
+
+
+def test_compare_help_fits_80_columns():
+    out = invoke("compare", "--help").stdout
+    assert "--fail-on <regression|never>" in out and all(len(line) <= 80 and line == line.rstrip() for line in out.splitlines())
 
 
 def test_json_follows_the_compare_schema_and_carries_the_runs_as_the_report_does(runs):
@@ -193,7 +209,7 @@ def test_analyze_and_audit_write_github_commands():
 
 
 @pytest.mark.parametrize("args, says", [
-    (lambda r: [r["base"].parent, r["base"]], "holds 5 runs"),
+    (lambda r: [r["base"].parent, r["base"]], "holds 6 runs"),
     (lambda r: [r["base"], r["base"].parent / "missing"], "no such file or folder"),
     (lambda r: [r["base"], r["seed1"], "--align", "tokens"], "logs no tokens counter"),
 ])

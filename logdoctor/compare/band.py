@@ -85,23 +85,27 @@ def _noise(c: Curve) -> np.ndarray:
     return np.hypot(point_noise(c), counting_noise(c.y))
 
 
-def band(run: Curve, baselines: list[Curve]) -> Band | None:
+def band(run: Curve | None, baselines: list[Curve]) -> Band | None:
     """The run against the baselines over the steps all of them logged; None when they share fewer
-    than 3 of the run's points."""
-    lo_step = max([run.first_step, *(b.first_step for b in baselines)])
-    hi_step = min([run.last_step, *(b.last_step for b in baselines)])
-    inside = (run.steps >= lo_step) & (run.steps <= hi_step)
+    than 3 of the run's points. With no run curve (a run whose metric was never a number for long),
+    the band alone on the first baseline's steps, the run's level NaN there."""
+    sides = [c for c in (run, *baselines) if c is not None]
+    lo_step = max(c.first_step for c in sides)
+    hi_step = min(c.last_step for c in sides)
+    own = run if run is not None else baselines[0]
+    inside = (own.steps >= lo_step) & (own.steps <= hi_step)
     if inside.sum() < 3:
         return None
-    grid = run.steps[inside]
+    grid = own.steps[inside]
     levels = tuple(np.interp(grid, b.steps, b.smooth) for b in baselines)
     noise_base = np.mean([np.interp(grid, b.steps, _noise(b)) for b in baselines], axis=0)
+    noise_run = _noise(run)[inside] if run is not None else 0.0
     stack = np.vstack(levels)
     centre = stack.mean(axis=0)
-    margin = np.maximum(Z * np.hypot(_noise(run)[inside], noise_base), MIN_SHARE * float(np.ptp(centre)))
+    margin = np.maximum(Z * np.hypot(noise_run, noise_base), MIN_SHARE * float(np.ptp(centre)))
     return Band(
         steps=grid,
-        run=run.smooth[inside],
+        run=run.smooth[inside] if run is not None else np.full(len(grid), np.nan),
         centre=centre,
         lo=stack.min(axis=0) - margin,
         hi=stack.max(axis=0) + margin,

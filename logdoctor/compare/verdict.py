@@ -2,7 +2,9 @@
 
 The verdict is read at the end of the shared step range, where the question "did my
 change make training worse?" is answered: a run outside the band there, on the worse
-side, is behind; on the better side, ahead; inside, level. A run that is behind (or
+side, is behind; on the better side, ahead; inside, level. A run whose metric stops
+being a number (NaN, inf) for good while the baselines' is still one is behind from
+that step, whatever it did before (`curves.nonfinite`). A run that is behind (or
 ahead) departs at the first step from which it stays outside the band on that side to
 the end. "How much" is said twice: at the end (the run's closing level against the
 baselines' mean) and at each side's best (the lowest loss, the highest accuracy).
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..curves import curve
+from ..curves import curve, nonfinite
 from ..model import Series
 from ..roles import higher_is_better
 from .band import Band, band
@@ -63,32 +65,58 @@ class MetricComparison:
 
 def compare_metric(role: str, run: Series, baselines: list[Series]) -> MetricComparison | None:
     """The verdict for one metric, or None when the sides share too few points to compare."""
-    run_curve = curve(run)
     base_curves = [c for c in (curve(b) for b in baselines) if c is not None]
-    if run_curve is None or not base_curves:
+    if not base_curves:
+        return None
+    broken = _broken_at(run, base_curves)
+    run_curve = curve(run)
+    if run_curve is None and broken is None:
         return None
     b = band(run_curve, base_curves)
+    if b is None and run_curve is not None and broken is not None:
+        b = band(None, base_curves)  # too few numbers before it broke: the band alone
     if b is None:
         return None
     up = higher_is_better(role)
     worse = b.run < b.lo if up else b.run > b.hi
     better = b.run > b.hi if up else b.run < b.lo
-    verdict = BEHIND if worse[-1] else AHEAD if better[-1] else LEVEL
-    outside = worse if verdict == BEHIND else better if verdict == AHEAD else None
-    best = np.argmax if up else np.argmin
-    run_best, base_best = int(best(b.run)), int(best(b.centre))
+    if broken is not None:
+        verdict = BEHIND
+        departs = _step(b, _stays_from(worse)) if len(worse) and worse[-1] else broken
+        end = Level(float(run.values[-1]), float(b.centre[-1]), int(run.steps[-1]), _step(b, -1))
+    else:
+        verdict = BEHIND if worse[-1] else AHEAD if better[-1] else LEVEL
+        outside = worse if verdict == BEHIND else better if verdict == AHEAD else None
+        departs = None if outside is None else _step(b, _stays_from(outside))
+        end = Level(float(b.run[-1]), float(b.centre[-1]), _step(b, -1), _step(b, -1))
+    pick = np.nanargmax if up else np.nanargmin
+    run_best = int(pick(b.run)) if np.isfinite(b.run).any() else None
+    base_best = int(pick(b.centre))
+    best = Level(
+        float(b.run[run_best]) if run_best is not None else end.run, float(b.centre[base_best]),
+        _step(b, run_best) if run_best is not None else end.run_step, _step(b, base_best),
+    )
     return MetricComparison(
         role=role,
         run_metric=run.name,
         baseline_metrics=tuple(dict.fromkeys(s.name for s in baselines)),
         higher_is_better=up,
         verdict=verdict,
-        departs=None if outside is None else _step(b, _stays_from(outside)),
-        end=Level(float(b.run[-1]), float(b.centre[-1]), _step(b, -1), _step(b, -1)),
-        best=Level(float(b.run[run_best]), float(b.centre[base_best]), _step(b, run_best), _step(b, base_best)),
+        departs=departs,
+        end=end,
+        best=best,
         tolerance=float((b.centre[-1] - b.lo[-1]) if up else (b.hi[-1] - b.centre[-1])),
         band=b,
     )
+
+
+def _broken_at(run: Series, baselines: list) -> int | None:
+    """The step from which the run's metric is no number to its end (NaN, inf) while every baseline
+    still logs numbers there, or None."""
+    bad = nonfinite(run)
+    if bad is None or not bad.tail or not all(c.last_step >= bad.step for c in baselines):
+        return None
+    return bad.step
 
 
 def _stays_from(outside: np.ndarray) -> int:

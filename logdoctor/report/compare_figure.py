@@ -21,7 +21,10 @@ DEPARTS_COLOR = {BEHIND: "#d62728", "ahead": "#2e7d32"}
 
 
 def _series(name: str, steps: np.ndarray, values: np.ndarray) -> Series:
-    return Series(name, np.asarray(np.rint(steps), dtype=np.int64), np.asarray(values, dtype=float))
+    """A level on the run's steps; points that are no number (a run that broke) are not drawn."""
+    values = np.asarray(values, dtype=float)
+    ok = np.isfinite(values)
+    return Series(name, np.asarray(np.rint(steps), dtype=np.int64)[ok], values[ok])
 
 
 def metric_panel(cmp: Comparison, m: MetricComparison) -> Panel:

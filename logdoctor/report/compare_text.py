@@ -5,6 +5,7 @@ formatted (`numbers.fmt_num`, `numbers.percent`).
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..compare import AHEAD, BEHIND, Comparison, MetricComparison
@@ -50,7 +51,9 @@ def verdict_phrase(m: MetricComparison) -> str:
 
 
 def change(level) -> str:
-    """'+0.05 (+12%)', the run's level minus the baselines'."""
+    """'+0.05 (+12%)', the run's level minus the baselines'; 'NaN, not a number' where the run's is none."""
+    if not math.isfinite(level.change):
+        return f"{fmt_num(level.run)}, not a number"
     rel = f" ({'+' if level.relative > 0 else ''}{percent(level.relative)})" if level.relative is not None else ""
     return f"{'+' if level.change > 0 else ''}{fmt_num(level.change)}{rel}"
 
