@@ -188,6 +188,9 @@ def test_report_loads_offline_and_its_charts_answer_the_mouse(tmp_path):
     assert seen["zoomedTogether"] and all(r == seen["zoomed"] for r in seen["zoomedTogether"])
     assert seen["reset"][0] <= first and seen["reset"][1] >= last  # double-click resets
     assert seen["toggled"][0] != seen["toggled"][1]  # log <-> linear
+    assert seen["picker"][0].startswith("lr") and any(p.startswith("seed") for p in seen["picker"][1:])  # lr first
+    assert seen["picked"] == [seen["picker"][1].split(" ")[0]] * 2 and seen["redrawn"] == [1, 1]  # both charts redrawn
+    assert seen["parallelReadout"].startswith(seen["parallelRun"] + " · lr = ")  # hovering a line names its run
     n = len(seen["smoothed"]) // 2
     assert seen["smoothed"][n:] == [True] * n  # smoothed lines shown over the faint raw ones
     assert seen["overlay"] >= 1
@@ -241,6 +244,45 @@ def test_sample_runs_report_in_the_browser(tmp_path):
     assert seen["resources"] == [] and seen["errors"] == []
     assert seen["cards"] >= 1 and seen["canvases"] >= 1 and seen["overlay"] >= 1
     assert seen["closed"] >= 1 and seen["closedDrawn"] == 0  # a closed card's charts wait until it is opened
+
+
+#: Opens every card (closed first: drawing happens on opening), then reports the script errors and the cards with no chart.
+EVERY_CARD_PROBE = """<script>
+window.__errors = [];
+window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
+window.addEventListener("load", function () {
+  var more = document.querySelector("#index-tools button"); if (more) more.click();
+  var cards = Array.from(document.querySelectorAll("section.run[data-run]")), failed = {};
+  (function next(i) {
+    if (i === cards.length) {
+      var seen = { cards: cards.length, failed: failed, errors: window.__errors,
+                   blank: cards.filter(function (c) { return !c.querySelector("canvas"); }).map(function (c) { return c.dataset.run; }) };
+      var out = document.createElement("pre"); out.id = "probe"; out.textContent = JSON.stringify(seen); document.body.appendChild(out);
+      return;
+    }
+    var card = cards[i], det = card.querySelector("details"), before = window.__errors.length;
+    det.open = false;
+    setTimeout(function () { det.open = true; }, 5);
+    setTimeout(function () {
+      if (window.__errors.length > before) failed[card.querySelector("summary").textContent] = window.__errors.slice(before);
+      next(i + 1);
+    }, 40);
+  })(0);
+});
+</script>"""
+
+
+@pytest.mark.skipif(not any(SAMPLE_RUNS.glob("*")), reason="sample_runs/ is empty")
+def test_every_bundled_runs_card_draws_without_a_script_error(tmp_path):
+    """pl_sched_steplr_per_batch's LR falls to 5e-51: uPlot's own log ticks looped until `RangeError:
+    Invalid array length`, leaving its loss chart blank."""
+    out = tmp_path / "all.html"
+    result = CliRunner().invoke(app, ["analyze", str(SAMPLE_RUNS), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    seen = probe(out.read_text(encoding="utf-8"), tmp_path, script=EVERY_CARD_PROBE)
+    assert seen["cards"] == 52
+    assert seen["failed"] == {} and seen["errors"] == []
+    assert seen["blank"] == []
 
 
 #: For the audit page: the sweep table's columns and sorting, then its two charts worked with the mouse.
@@ -307,6 +349,17 @@ window.addEventListener("load", function () {
         function () { seen.reset = [curves.u.scales.x.min, curves.u.scales.x.max];
                       var distr = curves.u.scales.y.distr; curves.el.querySelector(".scale-toggle").click();
                       seen.toggled = [distr, curves.u.scales.y.distr];
+                      // parallel coordinates: hover a run's line halfway between the first two axes
+                      var par = window.logdoctorParallel, line = par.lines().find(function (l) { return l.pts[0] && l.pts[1]; });
+                      var box = par.canvas.getBoundingClientRect(), a = line.pts[0], b = line.pts[1];
+                      mouse(par.canvas, "mousemove", box.left + (a[0] + b[0]) / 2, box.top + (a[1] + b[1]) / 2);
+                      seen.parallelRun = line.run.name; seen.parallelReadout = par.readout.textContent;
+                      // the x-axis picker: the second setting redraws both charts along it
+                      var sel = document.getElementById("sweep-axis");
+                      seen.picker = Array.from(sel.options).map(function (o) { return o.textContent; });
+                      sel.value = "1"; sel.dispatchEvent(new Event("change"));
+                      seen.picked = Array.from(document.querySelectorAll(".sweep-key")).map(function (k) { return k.textContent; });
+                      seen.redrawn = [document.querySelectorAll("#sweep-outcome canvas").length, document.querySelectorAll("#sweep-curves canvas").length];
                       seen.errors = window.__errors; seen.alerted = !!window.__alerted; report(seen); },
       ];
       (function next(i) { if (i < steps.length) { steps[i](); setTimeout(function () { next(i + 1); }, 30); } })(0);
@@ -341,7 +394,7 @@ def test_audit_page_loads_offline_with_its_table_and_charts(audit_page, tmp_path
     seen = probe(html, tmp_path, script=AUDIT_PROBE)
     assert seen["resources"] == [] and seen["errors"] == []  # nothing fetched, no script error
     assert not seen["alerted"] and seen["images"] == 0  # the <img> run name stayed text
-    assert seen["headers"][:3] == ["run", "status", "top finding"]
+    assert seen["headers"][:4] == ["run", "lr", "status", "top finding"]  # the key setting beside the run's name
     assert {"lr", "seed"} <= set(seen["headers"])  # the swept settings are columns
     assert "optimizer.name" not in seen["headers"]  # the same in every run: not swept
     assert set(seen["atLoad"]) == set(names)
