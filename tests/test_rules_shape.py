@@ -417,6 +417,24 @@ def test_epoch_sawtooth_fires_with_and_without_an_epoch_counter():
     assert fired(diagnose(synthetic({"train_loss": (x, y)})))["epoch_jumps"].evidence["points_per_epoch"] == per
 
 
+def test_a_three_epoch_staircase_of_memorisation_is_epoch_jumps():
+    """An LLM's 3-epoch SFT: level 1.1 through epoch 1, 0.65 through epoch 2, 0.3 through epoch 3."""
+    per = 400
+    x = np.arange(3 * per + 1)
+    level = np.array([1.1, 0.65, 0.3, 0.3])[x // per]
+    got = fired(diagnose(synthetic({"train_loss": (x, level + 0.04 * RNG.standard_normal(len(x))), "epoch": (x, x / per)})))
+    assert got["epoch_jumps"].evidence["kind"] == "staircase" and got["epoch_jumps"].evidence["epochs"] == 3
+
+
+@pytest.mark.parametrize("shape", ["smooth", "falls-inside-epochs"])
+def test_three_epochs_that_fall_smoothly_or_inside_each_epoch_are_no_staircase(shape):
+    per = 400
+    x = np.arange(3 * per)
+    y = 0.3 + 0.8 * np.exp(-x / 500) if shape == "smooth" else np.array([1.1, 0.65, 0.3])[x // per] - 0.4 * (x % per) / per
+    got = fired(diagnose(synthetic({"train_loss": (x, y + 0.04 * RNG.standard_normal(len(x))), "epoch": (x, x / per)})))
+    assert "epoch_jumps" not in got
+
+
 def test_epoch_running_mean_reset_is_not_epoch_jumps():
     # Keras-style per-batch logging of the epoch's running mean: drops at each boundary
     n, per = 2000, 200

@@ -134,6 +134,7 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "lr_peak": ("peak LR", "level", "the highest learning rate"),
     "lr_final": ("final LR", "level", "the last logged learning rate"),
     "moving_validation_metric": ("moving validation metric", "value", "another validation number of the run that does move (so the evaluation sees the live model)"),
+    "boundary_drops": ("drop at each boundary", "value", "the loss level at the end of each epoch minus the level at the start of the next"),
     "lr_floor": ("LR at the floor", "level", "the learning rate where it reached the floor the finding counts from"),
     "warmup_end_fraction": ("warmup ends at", "share", "where the LR stops rising, as a share of the run"),
     "floor_step": ("LR at its floor from", "step", "the first step at the floor"),

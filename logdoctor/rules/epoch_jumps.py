@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import curves
 from ..model import Finding
+from ..numbers import fmt_num
 from ..view import RunView
 from ._loss import shape_loss
 from .base import Rule, bullets
@@ -62,6 +63,13 @@ class EpochJumps(Rule):
         "bins": 24,
         # step-to-step changes late in the epoch / early in it below this: a running mean, not data
         "running_mean_ratio": 0.35,
+        # a staircase in too few epochs for a profile (3 epochs of a fine-tune): every boundary
+        # drops the level by this many noise standard errors, at least this share of the
+        # within-epoch change either side, and the drops make this share of the fall after epoch 1
+        "staircase_z": 5.0,
+        "staircase_step_over_drift": 2.0,
+        "staircase_share": 0.6,
+        "staircase_edge": 0.2,
     }
     suppresses = ("spike", "oscillate")
 
@@ -76,6 +84,10 @@ class EpochJumps(Rule):
         steps, y = (series.steps, series.values) if ok.all() else (series.steps[ok], series.values[ok])
         del ok
         starts, source = self._epoch_starts(view, steps, y)
+        if len(starts) and len(y) - starts[-1] < self.params["min_points_per_epoch"]:
+            starts = starts[:-1]  # the closing point of a run logged at `epoch 3.0`: no epoch of its own
+        if source == "epoch counter" and 2 <= len(starts) < self.params["min_epochs"] - 1:
+            return self._staircase(series, steps, y, starts)
         if len(starts) < self.params["min_epochs"] - 1:
             return []
         period = int(np.median(np.diff(starts))) if len(starts) > 1 else int(starts[0])
@@ -140,6 +152,56 @@ class EpochJumps(Rule):
                     "amplitude_over_progress": amplitude / ref,
                     "boundary_jump": boundary_jump,
                     "boundary_steps": [int(s) for s in bsteps[:10]],
+                },
+            )
+        ]
+
+    def _staircase(self, series, steps: np.ndarray, y: np.ndarray, starts: np.ndarray) -> list[Finding]:
+        """The level drops at every epoch boundary and sits still inside each epoch, in 3-4 epochs:
+        the memorisation staircase of a multi-epoch fine-tune (an LLM's SFT: 1.1 through epoch 1,
+        0.65 through epoch 2, 0.3 through epoch 3), too few epochs for a split-half profile."""
+        p = self.params
+        edges = np.r_[0, starts, len(y)]
+        if len(starts) < 2 or np.min(np.diff(edges)) < p["min_points_per_epoch"]:
+            return []
+        k = [max(2, int(p["staircase_edge"] * (b - a))) for a, b in zip(edges[:-1], edges[1:])]
+        head = [float(np.median(y[a : a + n])) for a, n in zip(edges[:-1], k)]
+        tail = [float(np.median(y[b - n : b])) for b, n in zip(edges[1:], k)]
+        noise = max(curves.noise_sigma(y), curves.quantum(y))
+        drops = [tail[i] - head[i + 1] for i in range(len(starts))]
+        drifts = [abs(head[i] - tail[i]) for i in range(1, len(head))]
+        error = noise * np.sqrt(2.0 / min(k))
+        for i, drop in enumerate(drops):
+            beside = max(drifts[i] if i < len(drifts) else 0.0, drifts[i - 1] if i >= 1 else 0.0)
+            if drop < p["staircase_z"] * error or drop < p["staircase_step_over_drift"] * beside:
+                return []
+        fall = tail[0] - tail[-1]
+        if fall <= 0 or sum(drops) < p["staircase_share"] * fall:
+            return []
+        bsteps = [int(steps[i]) for i in starts]
+        levels = " → ".join(fmt_num(h) for h in [tail[0], *tail[1:]])
+        causes, fixes = bullets(self.doc()["Root causes"]), bullets(self.doc()["Fix"])
+        causes.insert(0, causes.pop(1))  # a drop each time the data comes round again: memorisation
+        fixes.insert(0, fixes.pop(1))
+        return [
+            self.finding(
+                series,
+                causes=causes,
+                fixes=fixes,
+                title=(
+                    f"{series.name} drops at every epoch boundary and stays level inside each epoch "
+                    f"(epoch levels {levels}: the drops at the boundaries add up to {fmt_num(sum(drops))} of a "
+                    f"{fmt_num(fall)} fall after epoch 1)"
+                ),
+                steps=(bsteps[0], int(steps[-1])),
+                confidence=0.6 + 0.3 * min(1.0, min(drops) / (4 * p["staircase_z"] * error)),
+                evidence={
+                    "epochs": len(edges) - 1,
+                    "epochs_from": "epoch counter",
+                    "kind": "staircase",
+                    "boundary_drops": drops,
+                    "boundary_steps": bsteps,
+                    "noise_sigma": noise,
                 },
             )
         ]
