@@ -119,7 +119,7 @@ def _load_config(config_file: Optional[Path], path: Path, select: Optional[str],
     rules = all_rules()
     known = set(rules) | set(PROBE_CODES)  # probes are switched on and off like rules
     try:
-        config = load_config(config_file, start=path if path.exists() else None)
+        config = load_config(config_file, start=path if os.path.exists(path) else None)  # False, not PermissionError, behind a folder that cannot be entered
         if config.rules or config.select or config.ignore:
             thresholds, complete = _threshold_catalogue(rules, set(config.rules) - set(rules))
             check_rules(config, thresholds, known, complete)
@@ -648,18 +648,16 @@ def explain(code: str = typer.Argument(..., help="A rule code, e.g. crawl.")) ->
     from .config import did_you_mean
     from .replay import PROBE_CODES
     from .rules import all_rules
-    from .ruledocs import rule_markdown
+    from .ruledocs import probe_markdown, rule_markdown
 
     cls = all_rules().get(code)
-    if cls is None:
-        from .replay.command import probe_class
-
-        cls = probe_class(code)
-    if cls is None:
+    # a probe's page is packaged, so the base install (no PyTorch) documents every probe too
+    page = rule_markdown(cls) if cls is not None else probe_markdown(code) if code in PROBE_CODES else None
+    if page is None:
         raise fail(f"unknown rule or replay probe code '{code}'{did_you_mean(code, [*all_rules(), *PROBE_CODES])} (see `logdoctor rules`)")
     from rich.markdown import Markdown
 
-    sys.stdout.write(_trimmed(lambda console: console.print(Markdown(rule_markdown(cls))), like=_console()))
+    sys.stdout.write(_trimmed(lambda console: console.print(Markdown(page)), like=_console()))
 
 
 def main() -> None:

@@ -1,6 +1,13 @@
-"""Rule documentation as Markdown, from the rule docstrings (for `explain` and docs/)."""
+"""Rule and probe documentation as Markdown, from their docstrings (for `explain` and docs/).
+
+Replay probes live in modules that import PyTorch (the `replay` extra), but their documentation
+must not need it: every probe's page is written once into the package (`logdoctor/probedocs/`,
+regenerated with `python -m logdoctor.ruledocs`, kept current by a test) and `explain` reads it
+from there in any install.
+"""
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from .rules import all_rules
@@ -24,6 +31,25 @@ def rule_markdown(cls: type[Rule]) -> str:
     return "\n".join(lines)
 
 
+def probe_markdown(code: str) -> str | None:
+    """A replay probe's page as packaged (see the module docstring); None for no such probe."""
+    page = resources.files("logdoctor") / "probedocs" / f"{code}.md"
+    return page.read_text(encoding="utf-8") if page.is_file() else None
+
+
+def write_probe_docs(folder: Path) -> list[Path]:
+    """Write every replay probe's page into `folder` (needs PyTorch, as the probes do)."""
+    from .replay.catalogue import all_probes
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for code, cls in all_probes().items():
+        path = folder / f"{code}.md"
+        path.write_text(rule_markdown(cls), encoding="utf-8")
+        written.append(path)
+    return written
+
+
 def write_docs(folder: Path) -> list[Path]:
     """Write docs/rules/<code>.md and an index; returns the files written."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -40,5 +66,6 @@ def write_docs(folder: Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    for p in write_docs(Path(__file__).resolve().parent.parent / "docs" / "rules"):
+    here = Path(__file__).resolve().parent
+    for p in write_docs(here.parent / "docs" / "rules") + write_probe_docs(here / "probedocs"):
         print(p)

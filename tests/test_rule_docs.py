@@ -59,3 +59,42 @@ def test_rules_command_lists_every_rule_and_every_probe_code():
     out = CliRunner().invoke(app, ["rules"], env={"COLUMNS": "200"}).output
     for code in (*all_rules(), *PROBE_CODES):
         assert code in out, f"`logdoctor rules` does not list {code}"
+
+
+def test_packaged_probe_pages_are_generated_from_the_probe_docstrings(tmp_path):
+    """logdoctor/probedocs/ must equal what `python -m logdoctor.ruledocs` writes now."""
+    pytest.importorskip("torch")
+    from logdoctor.replay import PROBE_CODES
+    from logdoctor.ruledocs import probe_markdown, write_probe_docs
+
+    fresh = write_probe_docs(tmp_path / "probedocs")
+    assert sorted(p.stem for p in fresh) == sorted(PROBE_CODES)
+    for page in fresh:
+        assert probe_markdown(page.stem) == page.read_text(encoding="utf-8"), f"stale {page.name}: run python -m logdoctor.ruledocs"
+
+
+def test_explain_documents_every_probe_in_the_base_install_without_pytorch():
+    """`explain nan_source` once said "unknown code 'nan_source'; did you mean 'nan_source'?" without
+    PyTorch, though every replay finding points there."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, json; sys.modules['torch'] = None\n"  # `import torch` now fails, as in the base install
+        "from typer.testing import CliRunner\n"
+        "from logdoctor.cli import app\n"
+        "from logdoctor.replay import PROBE_CODES\n"
+        "out = {c: CliRunner().invoke(app, ['explain', c], env={'COLUMNS': '100'}) for c in PROBE_CODES}\n"
+        "print(json.dumps({c: [r.exit_code, r.stdout] for c, r in out.items()}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import json
+
+    from logdoctor.replay import PROBE_CODES
+
+    pages = json.loads(done.stdout)
+    assert sorted(pages) == sorted(PROBE_CODES)
+    for code, (exit_code, text) in pages.items():
+        assert exit_code == 0 and code in text.splitlines()[0], (code, text[:300])
+        assert "Root causes" in text and "Fix" in text, code
