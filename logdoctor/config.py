@@ -17,6 +17,7 @@ and the key: a typo must not silently fall back to the defaults.
 """
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Iterable
@@ -184,7 +185,9 @@ def load_config(explicit: Path | None = None, start: Path | None = None) -> Conf
     An explicit file wins; otherwise the nearest `logdoctor.toml` or a
     pyproject.toml with a `[tool.logdoctor]` table, searching from `start` (the
     analysed PATH) up to the filesystem root, then from the current directory up:
-    a project's own pyproject.toml applies to logs kept outside it.
+    a project's own pyproject.toml applies to logs kept outside it. A folder that
+    cannot be looked into (listable, not enterable) holds no configuration
+    anyone could read: the search goes on above it.
     """
     if explicit is not None:
         return _read(explicit)
@@ -193,7 +196,7 @@ def load_config(explicit: Path | None = None, start: Path | None = None) -> Conf
         if origin is None:
             continue
         here = origin.resolve()
-        if here.is_file():
+        if os.path.isfile(here):  # os.path's answer is False, never PermissionError
             here = here.parent
         for folder in (here, *here.parents):
             if folder in searched:
@@ -209,10 +212,10 @@ def _config_in(folder: Path) -> Config | None:
     """The configuration this folder holds (`logdoctor.toml`, else a pyproject.toml with a
     `[tool.logdoctor]` table), or None."""
     candidate = folder / "logdoctor.toml"
-    if candidate.is_file():
+    if os.path.isfile(candidate):
         return _read(candidate)
     pyproject = folder / "pyproject.toml"
-    if not pyproject.is_file():
+    if not os.path.isfile(pyproject):
         return None
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
@@ -229,6 +232,8 @@ def _read(path: Path) -> Config:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    except PermissionError:
+        raise ConfigError(f"{path}: config file not readable (permission denied)") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
     except RecursionError:

@@ -15,9 +15,9 @@ costs the others.
 """
 from __future__ import annotations
 
-import sys
-
 import importlib
+import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +25,10 @@ from pathlib import Path
 import polars as pl
 
 from ..model import Run, printable
-from .fs import is_special, walk
+from .fs import is_file, is_special, permission_denied, special_kind, walk
+
+#: Files another user keeps from us named in one folder's line, at most.
+_LOCKED_NAMED = 3
 
 #: Format modules, in the order they are offered each folder. CSV layouts come
 #: before TensorBoard because Lightning (CSVLogger + TensorBoardLogger) and
@@ -85,10 +88,11 @@ def _formats() -> list[tuple[str, Callable]]:
 
 def discover(root: Path, errors: list[str] | None = None) -> Iterator[Source]:
     """Yield every run source under `root` (a folder or a single file); a folder that cannot be
-    listed adds one line to `errors` (a run hidden by permissions must not vanish silently)."""
+    listed, and the files of a folder no format took that cannot be opened, add one line each to
+    `errors` (a run hidden by permissions must not vanish silently)."""
     root = Path(root)
     formats = _formats()
-    if root.is_file():
+    if is_file(root):
         for _, claim in formats:
             got = claim(root.parent, [], [root.name])
             if got and got.sources:
@@ -115,6 +119,18 @@ def discover(root: Path, errors: list[str] | None = None) -> Iterator[Source]:
             yield from got.sources
             remaining = [f for f in remaining if f not in got.files]
             dirnames[:] = [d for d in dirnames if d not in got.prune]
+        locked = [f for f in remaining if not f.startswith(".") and permission_denied(here / f)]
+        if locked and errors is not None:
+            errors.append(_locked_line(here, locked))
+
+
+def _locked_line(folder: Path, names: list[str]) -> str:
+    """One line for the files of a folder this user may not open (a claim that reads a file's
+    head to know its format saw nothing there): each by name, or the first few and a count."""
+    if len(names) == 1:
+        return f"{folder / names[0]}: cannot read (Permission denied)"
+    more = f" (+{len(names) - _LOCKED_NAMED} more)" if len(names) > _LOCKED_NAMED else ""
+    return f"{folder}: cannot read {len(names)} files (Permission denied): {', '.join(names[:_LOCKED_NAMED])}{more}"
 
 
 def run_name(path: Path, root: Path) -> str:
@@ -189,6 +205,23 @@ def _with_data(runs: list[Run]) -> tuple[list[Run], list[str]]:
     return kept, lines
 
 
+def _check_root(root: Path) -> None:
+    """ReadError, one line, when PATH is no file or folder this user can read: missing, behind a
+    folder that cannot be entered, a file another user keeps, or a pipe or device (which never
+    ends or blocks: a console log is piped to `-` instead)."""
+    try:
+        os.stat(root)
+    except FileNotFoundError:
+        raise ReadError(f"{root}: no such file or folder") from None
+    except OSError as exc:
+        raise ReadError(f"{root}: cannot read ({exc.strerror or type(exc).__name__})") from None
+    kind = special_kind(root)
+    if kind is not None:
+        raise ReadError(f"{root}: {kind}, not a log file or folder (pipe a console log to `logdoctor analyze -`)")
+    if is_file(root) and permission_denied(root):
+        raise ReadError(f"{root}: cannot read (Permission denied)")
+
+
 def load_runs(root: Path) -> tuple[list[Run], list[str]]:
     """Discover and read every run under `root`; `-` reads a console log from standard input."""
     if str(root) == "-":
@@ -196,8 +229,7 @@ def load_runs(root: Path) -> tuple[list[Run], list[str]]:
 
         return [read_stream(sys.stdin.buffer)], []
     root = Path(root)
-    if not root.exists():
-        raise ReadError(f"{root}: no such file or folder")
+    _check_root(root)
     runs: list[Run] = []
     errors: list[str] = []
     for source in discover(root, errors):
@@ -205,7 +237,7 @@ def load_runs(root: Path) -> tuple[list[Run], list[str]]:
         runs.extend(got)
         errors.extend(errs)
     errors = [printable(line) for line in errors]  # the walk's own lines name folders too
-    if root.is_file() and not runs and not errors:
+    if is_file(root) and not runs and not errors:
         # a folder walk skips files that are no log quietly; a file named explicitly deserves a reason
         errors.append(f"{root}: not a training log logdoctor recognises")
     return runs, errors

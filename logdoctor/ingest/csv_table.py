@@ -55,7 +55,7 @@ from ..model import Run, empty_scalars, tidy
 from ..roles import classify
 from . import Claim, ReadError, Source, tensorboard
 from .csv_steps import INDEX_COLUMNS, finer_than_epoch, names_step, plan
-from .fs import is_file, polars_source
+from .fs import is_file, polars_source, read_regular
 from .hparams import load_config_file
 
 #: File names a CSV log may have; gzip is read as is (`metrics.csv.gz`).
@@ -251,6 +251,7 @@ def load_table(path: Path, sniffed: tuple[list[str], Dialect] | None = None) -> 
     numeric column-wise; ReadError if unusable. `sniffed`: what `sniff` already said of the
     file, so its head is not read again."""
     try:
+        read_regular(path, 0)  # opened, not only looked at: a file another user keeps is not "binary data"
         if path.stat().st_size == 0:
             raise ReadError(f"{path}: empty file (0 bytes)")
     except OSError as exc:

@@ -5,7 +5,9 @@ A run folder another user owns (mode 700 in a shared sweep folder) or a symlink 
 entry would cost the whole walk. Here such an entry is simply not a file (not a folder): the
 walk itself then reports the folder it cannot list, once, and reads everything beside it.
 A FIFO, socket or device among the files (`train.log -> /dev/zero`) is no log: opening one can
-block forever or never reach its end, so the walk never hands one to a reader. The walk
+block forever or never reach its end, so the walk never hands one to a reader, and one given as
+PATH is refused by its kind. A file this user may not open (mode 600, another user's) is named
+in a line of its own, never passed over in silence (`permission_denied`). The walk
 itself keeps a stack instead of recursing: Python 3.11's `os.walk` recurses once per level,
 and a folder nested 1,000 deep raised RecursionError and lost every run beside it.
 """
@@ -32,14 +34,36 @@ def is_dir(path: Path | os.DirEntry) -> bool:
         return False
 
 
-def is_special(path: Path | os.DirEntry) -> bool:
-    """True for an entry that is neither a regular file nor a folder, links followed (a FIFO, a
-    socket, a device); False for one that cannot be looked at (its reader reports that)."""
+#: Special entries by kind, in the words a line about one uses.
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def special_kind(path: str | os.PathLike) -> str | None:
+    """What an entry that is neither a regular file nor a folder is, in words, links followed (`a
+    named pipe (FIFO)`, `a character device`); None for a file, a folder, or an entry that cannot be
+    looked at (its reader reports that)."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((words for test, words in _SPECIAL_KINDS if test(mode)), "a special file")
+
+
+def is_special(path: str | os.PathLike) -> bool:
+    return special_kind(path) is not None
+
+
+def permission_denied(path: str | os.PathLike) -> bool:
+    """True for a file this user may not open for reading (a sniffing claim would only see no log)."""
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+    except PermissionError:
+        return True
+    except OSError:
         return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    return False
 
 
 def walk(root: str | os.PathLike, onerror: Callable[[OSError], None] = lambda exc: None) -> Iterator[tuple[str, list[str], list[str]]]:

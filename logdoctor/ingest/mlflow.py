@@ -51,7 +51,9 @@ def read(source: Source) -> list[Run]:
         try:
             run = _read_run(folder)
         except OSError as exc:  # one run another user owns must not cost its experiment's others
-            run = Run(name=folder.name, path=str(folder), format="mlflow", scalars=tidy(pl.DataFrame({"metric": [], "step": [], "value": []})), warnings=[f"{folder}: cannot read ({exc.strerror or type(exc).__name__})"])
+            run = _unread(folder, f"cannot read ({exc.strerror or type(exc).__name__})")
+        except Exception as exc:  # noqa: BLE001 - nor one run whose files hold what no reader foresaw
+            run = _unread(folder, f"could not read MLflow run ({type(exc).__name__})")
         if single:
             run.name = ""
         elif run.name in seen:
@@ -61,6 +63,11 @@ def read(source: Source) -> list[Run]:
             run.notes.append(f"MLflow experiment '{experiment['name']}'")
         runs.append(run)
     return runs
+
+
+def _unread(folder: Path, why: str) -> Run:
+    """A run of the experiment that could not be read: no data, one line saying why."""
+    return Run(name=folder.name, path=str(folder), format="mlflow", scalars=tidy(pl.DataFrame({"metric": [], "step": [], "value": []})), warnings=[f"{folder}: {why}"])
 
 
 def _text(path: Path) -> str | None:
@@ -126,7 +133,8 @@ def _metric_file(path: Path, key: str) -> pl.DataFrame:
     number = lambda i: pl.col(raw.columns[i]).str.strip_chars().cast(pl.Float64, strict=False)  # noqa: E731
     if raw.width < 2:
         raise ReadError(f"{path}: not an MLflow metric file (expected 'timestamp value step' lines)")
-    step = number(2).round().cast(pl.Int64) if raw.width >= 3 else pl.int_range(0, pl.len(), dtype=pl.Int64)
+    # a step no 64-bit integer holds (1e19, inf, nan) is no step: that line is left out, as garbage is
+    step = number(2).round().cast(pl.Int64, strict=False) if raw.width >= 3 else pl.int_range(0, pl.len(), dtype=pl.Int64)
     frame = raw.select(
         pl.lit(key).alias("metric"), step.alias("step"), number(1).alias("value"), (number(0) / 1000.0).alias("wall_time")
     )
