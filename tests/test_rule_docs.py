@@ -98,3 +98,10 @@ def test_explain_documents_every_probe_in_the_base_install_without_pytorch():
     for code, (exit_code, text) in pages.items():
         assert exit_code == 0 and code in text.splitlines()[0], (code, text[:300])
         assert "Root causes" in text and "Fix" in text, code
+
+
+def test_a_paragraph_after_a_list_is_glued_to_no_item():
+    """overfit's fix printed "...more training data, or a smaller model When a validation accuracy..." in every format."""
+    assert bullets("- a\n  wrapped\n- b\nA paragraph after the list.\n") == ["a wrapped", "b"]
+    assert bullets("one paragraph,\nwrapped") == ["one paragraph, wrapped"]
+    assert bullets(all_rules()["overfit"].doc()["Fix"])[-1] == "more training data, or a smaller model"

@@ -47,15 +47,25 @@ def parse_doc(doc: str) -> dict[str, str]:
 
 
 def bullets(section: str) -> list[str]:
-    """'- item' lines of a section (continuation lines joined), or the section as one item."""
+    """'- item' lines of a section (continuation lines, indented past the dash, joined), or the
+    section as one item. A paragraph after the list (back at the dash's indent) is no item's: it
+    used to be glued onto the last one ("...a smaller model When a validation accuracy...")."""
     items: list[str] = []
+    dash: int | None = None  # the list's indent
+    ended = False  # a paragraph followed the list
     for line in section.splitlines():
         stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
         if stripped.startswith("- "):
             items.append(stripped[2:].strip())
-        elif stripped and items:
+            dash, ended = indent, False
+        elif not stripped or ended:
+            continue
+        elif dash is not None and indent <= dash:
+            ended = True
+        elif items:
             items[-1] += " " + stripped
-        elif stripped:
+        else:
             items.append(stripped)
     return items
 
