@@ -355,9 +355,9 @@ window.addEventListener("load", function () {
                       mouse(par.canvas, "mousemove", box.left + (a[0] + b[0]) / 2, box.top + (a[1] + b[1]) / 2);
                       seen.parallelRun = line.run.name; seen.parallelReadout = par.readout.textContent;
                       // the x-axis picker: the second setting redraws both charts along it
-                      var sel = document.getElementById("sweep-axis");
-                      seen.picker = Array.from(sel.options).map(function (o) { return o.textContent; });
-                      sel.value = "1"; sel.dispatchEvent(new Event("change"));
+                      var sel = document.getElementById("sweep-axis");  // none when one setting was swept
+                      seen.picker = sel ? Array.from(sel.options).map(function (o) { return o.textContent; }) : [];
+                      if (sel) { sel.value = "1"; sel.dispatchEvent(new Event("change")); }
                       seen.picked = Array.from(document.querySelectorAll(".sweep-key")).map(function (k) { return k.textContent; });
                       seen.redrawn = [document.querySelectorAll("#sweep-outcome canvas").length, document.querySelectorAll("#sweep-curves canvas").length];
                       seen.errors = window.__errors; seen.alerted = !!window.__alerted; report(seen); },
