@@ -36,7 +36,8 @@ def build_rules(config: Config) -> list:
 NOT_LEARNED = {
     "diverge": ("diverge", "oscillate"),
     "oscillate": ("oscillate", "diverge", "flat"),
-    "flat": ("flat", "oscillate", "crawl", "diverge"),
+    # a loss that is NaN behind a printed 0 sits still: diverge names it better than flat
+    "flat": ("diverge", "flat", "oscillate", "crawl"),
     "crawl": ("crawl", "flat"),
     "overfit": ("overfit", "oscillate", "diverge"),
     "val_metric_constant": ("val_metric_constant", "overfit"),

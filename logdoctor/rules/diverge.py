@@ -77,8 +77,34 @@ class Diverge(Rule):
         # a rising validation loss beside a training loss is `overfit`: only the training loss
         # blows up; a run that logs nothing but its validation loss is judged on that
         series = primary_loss(view)
-        found = self._blow_up(series) if series is not None else None
+        if series is None:
+            return []
+        found = self._zero_beside_nonfinite_grad(series, view.series("grad_norm")) or self._blow_up(series)
         return [found] if found else []
+
+    def _zero_beside_nonfinite_grad(self, series: Series, grad: Series | None) -> Finding | None:
+        """A loss printed as exactly 0 at every step from some step on, while the gradient norm
+        logged at those steps is NaN / inf: the loss is NaN too, and the trainer prints it as 0
+        (HF Trainer's `'loss': 0.0, 'grad_norm': nan` under a NaN-skipping optimizer or an fp16
+        overflow). Needs `min_points` such steps."""
+        if grad is None:
+            return None
+        _, at_loss, at_grad = np.intersect1d(series.steps, grad.steps, return_indices=True)
+        hit = (series.values[at_loss] == 0) & ~np.isfinite(grad.values[at_grad])
+        if hit.sum() < self.params["min_points"]:
+            return None
+        first = int(np.argmax(hit))
+        if not hit[first:].all():
+            return None
+        step = int(series.steps[at_loss[first]])
+        return self.finding(
+            series,
+            title=f"{series.name} reads 0 while the gradient norm is NaN / inf from step {step} on: the loss is no number either",
+            steps=(step, int(series.steps[-1])),
+            confidence=0.95,
+            evidence={"first_nonfinite_step": step, "kind": "NaN / inf gradient norm beside a loss of 0",
+                      "nonfinite_points": int(hit.sum()), "total_points": len(series), "nan_tail": True},
+        )
 
     def _nonfinite(self, series: Series) -> Finding | None:
         bad = curves.nonfinite(series)

@@ -14,7 +14,9 @@ class LrScheduleMismatch(Rule):
     """The LR schedule does not fit the run's length: it hits its floor early, or never leaves warmup.
 
     Symptom:
-        Read from the logged learning rate against the training loss. Either
+        Read from the logged learning rate against the training loss. An LR
+        of exactly 0 at every logged point trains nothing, in any window of
+        the run. Otherwise either
         the LR decays to a small fraction of its peak and sits at that floor
         from early in the run (a cosine or step schedule sized for far fewer
         steps, milestones hit in the first epoch, a per-step schedule stepped
@@ -78,6 +80,10 @@ class LrScheduleMismatch(Rule):
         found = []
         for lr in view.all_series("lr"):
             ok = np.isfinite(lr.values)
+            zero = self._zero_throughout(lr, ok)
+            if zero:
+                found.append(zero)
+                continue
             if ok.sum() < self.params["min_points"] or np.max(lr.values[ok]) <= 0:
                 continue
             steps = lr.steps[ok] if loss is None else np.round(curves.on_axis_of(lr.steps[ok], loss)).astype(np.int64)
@@ -89,6 +95,21 @@ class LrScheduleMismatch(Rule):
             if finding:
                 found.append(finding)
         return sorted(found, key=lambda f: -f.confidence)[:1]
+
+    def _zero_throughout(self, lr: Series, ok: np.ndarray) -> Finding | None:
+        """An LR of exactly 0 at every logged point (three or more): nothing is trained, in any
+        window of the run (a scheduler at 0 from its first step, warmup from 0 stepped per epoch,
+        a DeepSpeed `lr=[0.0]`)."""
+        if ok.sum() < 3 or np.any(lr.values[ok] != 0):
+            return None
+        steps = lr.steps[ok]
+        return self.finding(
+            lr,
+            title=f"{lr.name} is exactly 0 at all {int(ok.sum())} logged points: no update changes the weights",
+            steps=(int(steps[0]), int(steps[-1])),
+            confidence=0.95,
+            evidence={"lr_peak": 0.0, "lr_final": 0.0, "points": int(ok.sum())},
+        )
 
     def _early_floor(self, lr: Series, loss: Series | None, first: int, last: int) -> Finding | None:
         """The LR sits at a floor from early in the run and the loss gains (next to) nothing after it.
