@@ -77,6 +77,8 @@ GENERATOR_RISE, GENERATOR_OVER_DISCRIMINATOR = 0.5, 10.0
 BROKEN_METRIC_PROBABILITY = 0.1
 #: A validation loss ending this share below its first evaluation improved, whatever its swings.
 VAL_CLEAR_SHARE = 0.02
+#: A validation loss that got below this share of the training loss's first level learned at some point.
+LEARNED_ONCE_SHARE = 0.5
 #: A loss ending below this share of its start fell most of the way: it learned something.
 FELL_FAR_SHARE = 0.5
 #: Point noise above this share of the loss's level: the loss bounces (oscillate).
@@ -140,6 +142,9 @@ def judge(view: RunView) -> Learning:
     no_lower = levels.end >= levels.start - noise and not _validation_improved(view, loss, chance)
     window = no_lower and _starts_mid_run(view, loss)
     if no_lower and not window:
+        peak = _validation_learned_once(view, loss, levels)
+        if peak is not None:
+            return Learning(True, peak, evidence=evidence)
         rose = levels.end - levels.start > max(noise, ROSE_SHARE * abs(levels.start))
         blew_up = curves.nonfinite(loss) is not None
         code = "diverge" if rose or blew_up else "oscillate" if levels.bounce > BOUNCE_SHARE else "flat"
@@ -281,6 +286,25 @@ def _validation_improved(view: RunView, loss: Series, chance: tuple[str, dict[st
     if levels is not None and levels.end - levels.start > LEVEL_Z * levels.error:
         return chance is None or "accuracy_end" not in chance[1]
     return False
+
+
+def _validation_learned_once(view: RunView, loss: Series, train: _Levels) -> str | None:
+    """The validation loss got far below the training loss's first level at some evaluation: the
+    model learned, whatever the training loss did after (an LR that makes it bounce back up).
+    Far: below half of that level (a noisy validation series has a noise as large as its swings, so a
+    share of the level, not the noise, is the yardstick)."""
+    if loss.name != view.roles.get("train_loss") or train.start <= 0:
+        return None
+    val = view.series("val_loss")
+    levels = _levels(val)
+    if val is None or levels is None:
+        return None
+    y = val.values[val.finite]
+    best = float(np.min(y))
+    if best < LEARNED_ONCE_SHARE * train.start:
+        at = int(val.steps[val.finite][int(np.argmin(y))])
+        return f"{val.name} reached {best:.4g} at step {at}, far below the training loss's first level {train.start:.4g}, before it worsened"
+    return None
 
 
 def _starts_mid_run(view: RunView, loss: Series) -> bool:

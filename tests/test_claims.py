@@ -22,7 +22,7 @@ from logdoctor.model import Finding, Series
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-CORPORA = [ROOT / "sample_runs"] + [
+CORPORA = [ROOT / "sample_runs", ROOT / "tests" / "data" / "lr_sweep"] + [
     SHARED / name
     for name in ("real-logs-dev", "real-logs-dev2", "real-logs-dev-text", "real-logs-dev2-text", "real-logs", "external-curves")
 ]
