@@ -21,7 +21,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def reference(path: Path) -> tuple[pl.DataFrame, int]:
-    rows, bad = read_jsonl(path)
+    rows, bad, _ = read_jsonl(path)
     return frame_from_rows(rows), bad
 
 
@@ -31,7 +31,7 @@ def by_metric(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def assert_same(path: Path) -> pl.DataFrame:
-    fast, fast_bad = read_history(path)
+    fast, fast_bad, _ = read_history(path)
     ref, ref_bad = reference(path)
     assert fast_bad == ref_bad
     assert_frame_equal(by_metric(fast), by_metric(ref), check_exact=True)

@@ -14,7 +14,6 @@ With `report_to="tensorboard"` the Trainer also writes the same log events to
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from ..model import Run, tidy
 from . import Claim, ReadError, Source
 from .fs import is_file
 from .hparams import flatten
+from .json_limits import MAX_KEYS, TooDeep, limits_line, loads
 
 STATE = "trainer_state.json"
 _TB_DIR = "runs"
@@ -60,7 +60,9 @@ def _load(path: Path) -> dict[str, Any]:
     if not data.strip():
         raise ReadError(f"{path}: empty file")
     try:
-        state = json.loads(data)
+        state = loads(data)
+    except TooDeep as exc:
+        raise ReadError(f"{path}: {exc}, no trainer state") from None
     except ValueError:  # includes undecodable bytes
         raise ReadError(f"{path}: not valid JSON (truncated or damaged?)") from None
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
@@ -98,13 +100,13 @@ def read(source: Source) -> list[Run]:
         notes.append(f"TensorBoard logs in {_TB_DIR}/ repeat this log_history; not read twice")
     if len(source.files) > 1:
         notes.append(f"{len(source.files)} trainer states (checkpoints); read the most advanced: {path.relative_to(source.path)}")
-    scalars, summary = _history(state["log_history"])
+    scalars, summary, refused = _history(state["log_history"])
     if summary:
         notes.append("final summary (not a curve point): " + ", ".join(f"{k}={v:.4g}" for k, v in summary.items()))
     config = flatten({k: state[k] for k in _SETUP_KEYS if k in state})
     if isinstance(state.get("trial_params"), dict):
         config.update(flatten(state["trial_params"]))
-    warnings = list(problems)
+    warnings = list(problems) + ([limits_line(str(path), refused, "log_history entry")] if refused else [])
     if scalars.is_empty():
         warnings.append(f"{path}: log_history has no numeric entries")
     return [Run(name="", path=str(source.path), format="hf_trainer", scalars=scalars, config=config, warnings=warnings, notes=notes)]
@@ -114,7 +116,9 @@ def _is_summary(entry: dict[str, Any]) -> bool:
     return "train_runtime" in entry
 
 
-def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float]]:
+def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float], int]:
+    """(tidy scalars, the closing summary, entries left out for holding more than MAX_KEYS keys)."""
+    refused = 0
     metric: list[str] = []
     step: list[int] = []
     value: list[float] = []
@@ -122,6 +126,9 @@ def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float]]:
     for entry in log_history:
         at = _step(entry.get("step")) if isinstance(entry, dict) else None
         if at is None:
+            continue
+        if len(entry) > MAX_KEYS:
+            refused += 1
             continue
         numbers = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         if _is_summary(entry):
@@ -134,4 +141,4 @@ def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float]]:
             step.append(at)
             value.append(v)
     frame = pl.DataFrame({"metric": metric, "step": step, "value": value}, schema={"metric": pl.Utf8, "step": pl.Int64, "value": pl.Float64})
-    return tidy(frame), summary
+    return tidy(frame), summary, refused

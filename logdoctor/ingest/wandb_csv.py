@@ -23,6 +23,7 @@ import polars as pl
 from ..model import Run
 from . import Claim, ReadError, Source
 from .csv_table import header, load_table, numeric_columns, wide_to_tidy
+from .json_limits import limits_line
 from .wandb_history import INTERNAL_PREFIX, first_json_object, read_history
 
 #: `<run> - <metric>` with an optional band suffix; run names may contain " - " themselves, metric names hardly ever.
@@ -78,8 +79,9 @@ def read(source: Source) -> list[Run]:
         return _join_ui_exports(source)
     path = source.path
     if path.name.lower().endswith(".jsonl"):
-        scalars, bad = read_history(path)
+        scalars, bad, refused = read_history(path)
         warnings = [f"{path.name}: skipped {bad} unreadable line(s)"] if bad else []
+        warnings += [limits_line(path.name, refused)] if refused else []
         return [Run(name="", path=str(path), format="wandb_csv", scalars=scalars, warnings=warnings)]
     table = load_table(path)
     frame = table.frame

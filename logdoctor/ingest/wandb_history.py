@@ -14,7 +14,6 @@ files the native reader cannot type (see `read_history`).
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ import polars as pl
 
 from ..model import empty_scalars, tidy
 from .csv_table import wide_to_tidy
+from .json_limits import MAX_KEYS, TooDeep, loads, within_limits
 
 #: A UTF-8 byte-order mark, which Windows editors and PowerShell put before the first line.
 _BOM = b"\xef\xbb\xbf"
@@ -103,8 +103,9 @@ def frame_from_rows(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
     )
 
 
-def read_history(path: Path) -> tuple[pl.DataFrame, int]:
-    """A history JSONL file -> (tidy frame, lines that were not a JSON object).
+def read_history(path: Path) -> tuple[pl.DataFrame, int, int]:
+    """A history JSONL file -> (tidy frame, lines that were not a JSON object, lines left out
+    for a limit of `json_limits`: nested too deep or holding too many keys).
 
     Native path: polars parses the file against a schema inferred from a
     few thousand lines spread over it (inferring over every line costs more
@@ -122,14 +123,15 @@ def read_history(path: Path) -> tuple[pl.DataFrame, int]:
     bytes) are read per row, and so are sparse histories that would make a frame of
     mostly nulls (see _SPARSE_RATIO). One difference is accepted: in a column that
     also holds NaN or Infinity, a number logged as text ("0.5") counts as a
-    number.
+    number. Polars never infers a schema over lines past the limits (a line nested 1,000
+    deep took 10.9 GB): such a file is read per row, which leaves those lines out.
     """
     try:
         frame, bad = _native_frame(path)
-        return (empty_scalars() if frame is None else _tidy_history(frame)), bad
+        return (empty_scalars() if frame is None else _tidy_history(frame)), bad, 0
     except (_Untyped, pl.exceptions.PolarsError, ValueError, OverflowError):
-        rows, bad = read_jsonl(path)
-        return frame_from_rows(rows), bad
+        rows, bad, refused = read_jsonl(path)
+        return frame_from_rows(rows), bad, refused
 
 
 def _native_frame(path: Path) -> tuple[pl.DataFrame | None, int]:
@@ -179,8 +181,11 @@ def _mark_nonfinite(data: bytes) -> tuple[bytes, int]:
 
 def _sample_schema(data: bytes) -> pl.Schema | None:
     """The schema polars infers from a sample of the lines; None when the sample does not parse."""
+    sample = _sample_lines(data)
+    if not within_limits(sample):
+        raise _Untyped("a line nested too deep or too wide: read per row")
     try:
-        return pl.read_ndjson(_sample_lines(data), infer_schema_length=None).schema
+        return pl.read_ndjson(sample, infer_schema_length=None).schema
     except pl.exceptions.PolarsError:
         return None
 
@@ -193,7 +198,9 @@ def _parse(data: bytes, schema: pl.Schema | None) -> pl.DataFrame:
             if _holds_every_key(frame, data):
                 return frame
         except pl.exceptions.PolarsError:
-            pass  # a type the sample did not show (an int column turning float)
+            pass  # a type the sample did not show (an int column turning float), a line too deep for polars
+    if not within_limits(data):  # scanned only here: a schema inferred over every line must not meet such a line
+        raise _Untyped("a line nested too deep or too wide: read per row")
     return pl.read_ndjson(data, infer_schema_length=None)
 
 
@@ -279,7 +286,7 @@ def _cut_broken_tail(data: bytes) -> tuple[bytes, int]:
         end -= 1
     start = data.rfind(b"\n", 0, end) + 1
     try:
-        whole = end == 0 or isinstance(json.loads(data[start:end]), dict)
+        whole = end == 0 or isinstance(loads(data[start:end]), dict)
     except ValueError:
         whole = False
     return (data, 0) if whole else (data[:start], 1)
@@ -356,20 +363,27 @@ def _as_float(column: pl.Series, expr: pl.Expr, keep_text: bool) -> pl.Expr | No
     return pl.when(mapped.is_not_null()).then(mapped).otherwise(expr.cast(pl.Float64, strict=False))
 
 
-def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """JSON objects, one per line; returns (rows, lines that were not a JSON object).
+def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int, int]:
+    """JSON objects, one per line; returns (rows, lines that were not a JSON object, lines left
+    out for a limit: nested deeper than MAX_DEPTH, or more colons than MAX_KEYS, which bound the keys).
 
     A killed run leaves a half-written last line: it is counted, not fatal.
     """
     rows: list[dict[str, Any]] = []
-    bad = 0
+    bad = refused = 0
     with open(path, encoding="utf-8-sig", errors="replace") as fh:
         for line in fh:
             line = line.strip()
             if not line:
                 continue
+            if line.count(":") > MAX_KEYS:
+                refused += 1
+                continue
             try:
-                row = json.loads(line)
+                row = loads(line)
+            except TooDeep:
+                refused += 1
+                continue
             except ValueError:
                 bad += 1
                 continue
@@ -377,7 +391,7 @@ def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
                 rows.append(row)
             else:
                 bad += 1
-    return rows, bad
+    return rows, bad, refused
 
 
 def first_json_object(path: Path) -> dict[str, Any] | None:
@@ -390,7 +404,7 @@ def first_json_object(path: Path) -> dict[str, Any] | None:
         return None
     for line in lines:
         try:
-            row = json.loads(line)
+            row = loads(line)
         except ValueError:
             continue
         if isinstance(row, dict):

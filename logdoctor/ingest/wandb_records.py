@@ -20,7 +20,6 @@ records inside it. A truncated file (killed run) keeps every complete record.
 """
 from __future__ import annotations
 
-import json
 import struct
 import zlib
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ReadError
+from .json_limits import MAX_KEYS, loads
 from .wandb_schema import item_value_json, record_class
 
 BLOCK = 32 * 1024
@@ -124,6 +124,8 @@ class WandbLog:
     run_id: str | None = None
     exit_code: int | None = None
     undecodable: int = 0
+    #: History records holding more than json_limits.MAX_KEYS values, left out.
+    refused: int = 0
     stats: ScanStats = field(default_factory=ScanStats)
 
 
@@ -137,8 +139,8 @@ def _key(item) -> str:
 
 def _value(text: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError:
+        return loads(text)
+    except ValueError:  # damaged, or nested past json_limits.MAX_DEPTH: kept as text, no metric
         return text
 
 
@@ -172,6 +174,9 @@ def read_wandb_file(path: Path) -> WandbLog:
             continue
         kind = record.WhichOneof("record_type")
         if kind == "history":
+            if len(record.history.item) > MAX_KEYS:
+                log.refused += 1
+                continue
             row = {_key(item): _history_value(item_value_json(item)) for item in record.history.item}
             if record.history.HasField("step"):
                 row["_step"] = record.history.step.num

@@ -37,6 +37,7 @@ from ..model import Run, empty_scalars
 from . import Claim, ReadError, Source, text_log
 from .fs import is_file
 from .hparams import flatten, load_config_file, unwrap_wandb
+from .json_limits import limits_line
 from .wandb_history import frame_from_rows, read_history
 from .wandb_records import read_wandb_file
 
@@ -126,6 +127,8 @@ def _read_records(folder: Path, history: Path | None, seg: _Segment) -> bool:
             seg.warnings.append(f"{path.name}: skipped {stats.bad_chunks} damaged block(s) (bad checksum or length)")
         if stats.broken_records or log.undecodable:
             seg.warnings.append(f"{path.name}: skipped {stats.broken_records + log.undecodable} incomplete or undecodable record(s)")
+        if log.refused:
+            seg.warnings.append(limits_line(path.name, log.refused, "history record"))
         if stats.truncated:
             seg.warnings.append(f"{path.name}: file ends mid-record (run killed?); kept {stats.records} complete records")
         label = f"W&B run '{log.name}'" if log.name else "W&B run"
@@ -169,13 +172,15 @@ def _with_config(folder: Path, seg: _Segment) -> _Segment:
 def _history_frame(history: Path, seg: _Segment) -> pl.DataFrame:
     """A `wandb-history.jsonl` as a tidy frame; ReadError naming the file when it is empty or
     no line of it is a history row (a 0-byte or garbage file is no run without metrics)."""
-    frame, bad = read_history(history)
+    frame, bad, refused = read_history(history)
     if frame.is_empty() and history.stat().st_size == 0:
         raise ReadError(f"{history}: empty file (0 bytes), no history")
-    if frame.is_empty() and bad:
-        raise ReadError(f"{history}: no line is a W&B history row ({bad} unreadable line(s))")
+    if frame.is_empty() and (bad or refused):
+        raise ReadError(f"{history}: no line is a W&B history row ({bad} unreadable line(s), {refused} past the limits)")
     if bad:
         seg.warnings.append(f"{history.name}: skipped {bad} unreadable line(s)")
+    if refused:
+        seg.warnings.append(limits_line(history.name, refused))
     return frame
 
 
