@@ -5,10 +5,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import curves
 from ..model import Finding, Series
 from ..roles import tokens
 from ..view import RunView
+from ._loss import primary_loss
 from .base import Rule
+from ..numbers import fmt_num, percent
 
 #: Name tokens that mark a config key as the clipping threshold of the *gradient norm*.
 _CLIP = {"clip", "clipping", "clipnorm"}
@@ -23,7 +26,11 @@ class ClipSaturation(Rule):
         steps (after the first few percent of the run), by a clear factor. Every
         update is then rescaled to the threshold: clipping has stopped being a
         guard against rare spikes and has become a hidden normalised-gradient
-        optimizer whose effective LR is lr x threshold / norm.
+        optimizer whose effective LR is lr x threshold / norm. It is an alarm
+        when the loss is held back: updates of fixed length approach the floor
+        slowly, so the loss takes a fifth of the run or more to make 90 % of its
+        fall; a loss that gets there within the first tenth while clipped is
+        only a remark.
         The threshold is read from the run's config under any key naming
         gradient clipping (max_grad_norm, grad_clip, clip_grad_norm,
         gradient_clip_val, clipnorm, ...; a value of 0 or none means off).
@@ -55,6 +62,10 @@ class ClipSaturation(Rule):
         "min_fraction_clipped": 0.9,
         "min_median_ratio": 3.0,
         "tolerance": 0.01,
+        # a loss that makes 90 % of its fall within this share of the run is not held back: clipped
+        # updates have a fixed length, so a loss they hold back approaches its floor slowly (a
+        # fifth to a half of the run), while a free one gets there in the opening few percent
+        "max_free_fall_fraction": 0.1,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -79,18 +90,25 @@ class ClipSaturation(Rule):
         confidence = 0.5 + 0.25 * min(1.0, (fraction - min_frac) / max(1 - min_frac, 1e-9)) + 0.25 * min(
             1.0, np.log10(ratio) / np.log10(10 * self.params["min_median_ratio"])
         )
+        title = f"gradient norm above the clip threshold {fmt_num(threshold)} on {percent(fraction)} of steps (median {fmt_num(ratio)}×)"
+        reached = _fall_reached_at(view)
+        free = reached is not None and reached <= self.params["max_free_fall_fraction"]
+        if free:
+            title += f"; the loss made 90% of its fall by {percent(reached)} of the run, so clipping is not holding it back"
         return [
             self.finding(
                 grad,
-                title=f"gradient norm above the clip threshold {threshold:g} on {fraction:.0%} of steps (median {ratio:.1f}x)",
+                title=title,
                 steps=(int(steps[0]), int(steps[-1])),
                 confidence=confidence,
+                severity="info" if free else None,
                 evidence={
                     "clip_threshold": threshold,
                     "threshold_key": key,
                     "fraction_clipped": fraction,
                     "median_norm": float(np.median(norms)),
                     "median_ratio": ratio,
+                    **({"fall_90_at_fraction": reached} if reached is not None else {}),
                 },
             )
         ]
@@ -110,7 +128,7 @@ class ClipSaturation(Rule):
         return [
             self.finding(
                 grad,
-                title=f"gradient norm pinned at the clip ceiling {ceiling:g} on {fraction:.0%} of steps",
+                title=f"gradient norm pinned at the clip ceiling {fmt_num(ceiling)} on {percent(fraction)} of steps",
                 steps=(int(steps[0]), int(steps[-1])),
                 confidence=confidence,
                 evidence={
@@ -121,6 +139,18 @@ class ClipSaturation(Rule):
                 },
             )
         ]
+
+
+def _fall_reached_at(view: RunView) -> float | None:
+    """The share of the run by which the primary loss made 90 % of its fall (None: it did not fall)."""
+    c = curves.curve(primary_loss(view))
+    if c is None or len(c) < 10 or c.last_step <= c.first_step:
+        return None
+    fall = c.start - c.end
+    if fall <= 0:
+        return None
+    i = int(np.argmax(c.y <= c.end + 0.1 * fall))
+    return float((c.steps[i] - c.first_step) / (c.last_step - c.first_step))
 
 
 def _after_start(series: Series, skip: float):

@@ -6,6 +6,7 @@ from ..model import Finding
 from ..view import RunView
 from ._loss import primary_loss
 from .base import Rule
+from ..numbers import fmt_num, percent
 
 
 class Crawl(Rule):
@@ -91,7 +92,7 @@ class Crawl(Rule):
         return [
             self.finding(
                 series,
-                title=f"{series.name} falls only {drop:.1%} over {span} steps ({c.start:.4g} to {c.end:.4g}) and is not levelling off",
+                title=f"{series.name} falls only {percent(drop)} over {fmt_num(span)} steps ({fmt_num(c.start)} to {fmt_num(c.end)}) and is not levelling off",
                 steps=(c.first_step, c.last_step),
                 confidence=confidence,
                 evidence={

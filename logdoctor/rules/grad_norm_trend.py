@@ -7,6 +7,7 @@ from .. import curves
 from ..model import Finding, Series
 from ..view import RunView
 from .base import Rule, bullets
+from ..numbers import fmt_num
 
 
 class GradNormTrend(Rule):
@@ -110,7 +111,7 @@ class GradNormTrend(Rule):
         pick = lambda section: [b[len(prefix):].strip() for b in bullets(doc[section]) if b.startswith(prefix)]  # noqa: E731
         return self.finding(
             grad,
-            title=f"{kind.lower()} gradient norm: {10 ** early:.3g} -> {10 ** late:.3g} ({abs(change):.1f} decades)",
+            title=f"{kind.lower()} gradient norm: {fmt_num(10.0 ** early)} → {fmt_num(10.0 ** late)} ({abs(change):.1f} decades)",
             steps=steps,
             confidence=confidence,
             evidence={

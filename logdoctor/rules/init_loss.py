@@ -9,6 +9,7 @@ from ..model import Finding
 from ..view import RunView
 from ._loss import shape_loss
 from .base import Rule
+from ..numbers import fmt_num
 
 
 
@@ -68,7 +69,7 @@ class InitLoss(Rule):
         return [
             self.finding(
                 series,
-                title=f"{series.name} starts at {c.start:.4g}, {ratio:.2g}x ln K = {expected:.3g} (K = {k}): far {side} a uniform prediction",
+                title=f"{series.name} starts at {fmt_num(c.start)}, {fmt_num(ratio)}× ln K = {fmt_num(expected)} (K = {k}): far {side} a uniform prediction",
                 steps=(c.first_step, c.first_step),
                 confidence=confidence,
                 severity="warning" if high else "info",

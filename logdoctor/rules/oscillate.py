@@ -8,6 +8,7 @@ from ..model import Finding, Series
 from ..view import RunView
 from ._loss import shape_loss
 from .base import Rule
+from ..numbers import fmt_num
 
 
 class Oscillate(Rule):
@@ -166,7 +167,7 @@ class Oscillate(Rule):
         elif zigzag:
             what = f"it zigzags step to step (lag-1 autocorrelation {wave.lag1:.2f}, amplitude {wave.amplitude / progress:.0%} of the progress)"
         elif rebounding:
-            what = f"after reaching {c.best:.4g} it climbs back to {c.end:.4g}"
+            what = f"after reaching {fmt_num(c.best)} it climbs back to {fmt_num(c.end)}"
         else:
             what = f"the second half is noisy (sigma {noise:.0%} of the progress) and drifts up by {-late_gain:.0%} of it"
         return [

@@ -6,7 +6,7 @@ import numpy as np
 from .. import curves
 from ..model import Finding, Series
 from ..roles import higher_is_better, split_of, tokens
-from ..numbers import fmt_num
+from ..numbers import fmt_num, percent
 from ..view import RunView
 from .base import Rule, bullets
 
@@ -164,13 +164,13 @@ class Overfit(Rule):
         )
         what = {"val_loss": "loss", "val_acc": "accuracy", "val_err": "error rate"}[role]
         part = "" if val.name == view.roles.get(role) else f" ({val.name})"
-        title = f"validation {what}{part} {'rose' if sign > 0 else 'fell'} {rel:.0%} from its best at step {int(steps[i_min])} while training loss kept falling"
+        title = f"validation {what}{part} {'rose' if sign > 0 else 'fell'} {percent(rel)} from its best at step {fmt_num(int(steps[i_min]))} while training loss kept falling"
         task = self._task_metric_improving(view, steps[i_min]) if role == "val_loss" else None
         causes = fixes = None
         task_evidence = {}
         if task is not None:
             name, at_best, last = task
-            title += f"; {name} still improves ({at_best:.4g} -> {last:.4g})"
+            title += f"; {name} still improves ({fmt_num(at_best)} → {fmt_num(last)})"
             doc = self.doc()
             causes = [
                 f"the validation loss grows from a few confidently wrong predictions while the task metric "
@@ -235,7 +235,7 @@ class Overfit(Rule):
             self.finding(
                 val,
                 title=(
-                    f"validation loss rose {rel:.0%} from its best at step {int(steps[i_min])} ({fmt_num(best)} → {fmt_num(end)}) "
+                    f"validation loss rose {percent(rel)} from its best at step {fmt_num(int(steps[i_min]))} ({fmt_num(best)} → {fmt_num(end)}) "
                     f"while training loss fell {drop:.0%} ({fmt_num(train_at[i_min])} → {fmt_num(train_at[-1])}); "
                     f"only {len(y)} evaluations"
                 ),

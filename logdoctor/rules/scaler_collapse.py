@@ -5,8 +5,10 @@ import numpy as np
 
 from .. import curves
 from ..model import Finding, Series
+from ..roles import tokens
 from ..view import RunView
 from .base import Rule
+from ..numbers import fmt_num
 
 
 #: The smallest initial loss scale of the common dynamic scalers (fairseq's --fp16-init-scale 128).
@@ -33,7 +35,10 @@ class ScalerCollapse(Rule):
         1/2: many halvings under any scaler's initial value. A scale seen
         halving is counted down from at least the smallest initial scale
         (128), whether or not the log shows it there: `64, reducing to 32`
-        ... `4, reducing to 2` is six halvings.
+        ... `4, reducing to 2` is six halvings. A skipped-step counter
+        (DeepSpeed's `step=2000, skipped=1995`) that counts half the steps or
+        more as skipped (over the window it rises in, or since the start)
+        fires too, whatever the scale reads.
     Root causes:
         - persistent fp16 overflow in the forward pass: activations or logits above 65504 (large logits, attention scores, an unnormalised block), so gradients overflow every step
         - an LR high enough that weights and activations keep growing until fp16 overflows
@@ -56,6 +61,8 @@ class ScalerCollapse(Rule):
     outranks = ("flat", "crawl")
     defaults = {
         "min_points": 5,
+        # a skipped-step counter: the share of steps it counts as skipped that fires
+        "min_skipped_share": 0.5,
         "min_halvings_from_peak": 6.0,
         "max_final_log2": 8.0,
         "max_above_minimum": 1.0,
@@ -66,6 +73,36 @@ class ScalerCollapse(Rule):
     }
 
     def check(self, view: RunView):
+        return self._from_scale(view) or self._skipped_steps(view)
+
+    def _skipped_steps(self, view: RunView) -> list[Finding]:
+        """A skipped-step counter (DeepSpeed's `step=2000, skipped=1995`) that counts most steps as
+        skipped: the scaler skipped them for overflow, whatever the scale reads (or with none logged).
+        Over the window when it rises in it (a paste), else since the run's start."""
+        name = next((m for m in view.run.metrics if "skipped" in tokens(m)), None)
+        counter = view.metric(name) if name else None
+        if counter is None:
+            return []
+        ok = np.isfinite(counter.values)
+        steps, skipped = counter.steps[ok], counter.values[ok]
+        if len(steps) < 3 or steps[-1] <= 0 or np.any(np.diff(skipped) < 0):
+            return []  # a counter only grows; anything else is no skipped-step count
+        rose, span = float(skipped[-1] - skipped[0]), float(steps[-1] - steps[0])
+        window = rose / span if span > 0 and rose >= 3 else 0.0
+        share = min(1.0, max(window, float(skipped[-1] / steps[-1])))
+        if share < self.params["min_skipped_share"]:
+            return []
+        return [
+            self.finding(
+                counter,
+                title=f"{skipped[-1]:.0f} of {steps[-1]:,} optimizer steps skipped ({share:.0%}{' in this window' if share == window else ''}): the loss scaler keeps finding overflow",
+                steps=(int(steps[0]), int(steps[-1])),
+                confidence=0.6 + 0.39 * min(1.0, (share - self.params["min_skipped_share"]) / (1 - self.params["min_skipped_share"])),
+                evidence={"skipped_steps": float(skipped[-1]), "skipped_share": share},
+            )
+        ]
+
+    def _from_scale(self, view: RunView) -> list[Finding]:
         scale = view.series("loss_scale")
         if scale is None:
             return []
@@ -110,8 +147,8 @@ class ScalerCollapse(Rule):
                 scale,
                 title=(
                     f"AMP loss scale fell {drop:.0f} halvings from "
-                    f"{'its peak' if start == log2[peak_i] else 'at least'} {2 ** start:.4g} "
-                    f"to {2 ** log2[-1]:.4g}: optimizer steps are being skipped"
+                    f"{'its peak' if start == log2[peak_i] else 'at least'} {fmt_num(2.0 ** start)} "
+                    f"to {fmt_num(2.0 ** log2[-1])}: optimizer steps are being skipped"
                 ),
                 steps=(int(steps[leaves_peak_i]), int(steps[-1])),
                 confidence=confidence,

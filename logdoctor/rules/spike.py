@@ -8,6 +8,7 @@ from ..model import Finding, Series
 from ..view import RunView
 from ._loss import primary_loss
 from .base import Rule
+from ..numbers import fmt_num
 
 
 class Spike(Rule):
@@ -112,7 +113,7 @@ class Spike(Rule):
         return [
             self.finding(
                 series,
-                title=f"{series.name} spikes {len(spikes)} time(s) and recovers; the largest (+{top[1]:.4g}) at step {_peak_step(series, c, top[0])}",
+                title=f"{series.name} spikes {len(spikes)} time{'s' if len(spikes) != 1 else ''} and recovers; the largest (+{fmt_num(top[1])}) at step {fmt_num(_peak_step(series, c, top[0]))}",
                 steps=(min(steps), max(steps)),
                 confidence=confidence,
                 severity="warning" if warn else "info",
@@ -153,8 +154,8 @@ class Spike(Rule):
         return self.finding(
             series,
             title=(
-                f"{series.name} climbs to {smooth[peak_i]:.4g} ({smooth[peak_i] / start:.1f}x its start {start:.4g}) "
-                f"at step {peak_step} and only gets back below its start at step {back_step}"
+                f"{series.name} climbs to {fmt_num(smooth[peak_i])} ({fmt_num(smooth[peak_i] / start)}× its start {fmt_num(start)}) "
+                f"at step {fmt_num(peak_step)} and only gets back below its start at step {fmt_num(back_step)}"
             ),
             steps=(c.first_step, back_step),
             confidence=confidence,
