@@ -129,7 +129,7 @@ def runs_table(report: AuditReport, quiet: bool = False, width: int = 80, cut: b
     settings: list[tuple[str, list[str]]] = []
     for key in report.swept:
         cells = [_cell(r["config"].get(key)) for r in rows]
-        if width - used - column_width(key, cells) < MIN_NAME_ROOM:
+        if settings and width - used - column_width(key, cells) < MIN_NAME_ROOM:  # the key setting stays at any width
             break
         settings.append((key, cells))
         used += column_width(key, cells)
@@ -138,8 +138,8 @@ def runs_table(report: AuditReport, quiet: bool = False, width: int = 80, cut: b
     table.add_column("run", no_wrap=True, overflow="ellipsis")
     table.add_column("" if narrow else "status", no_wrap=True)
     table.add_column("top finding", no_wrap=True)
-    for key, _ in settings:
-        table.add_column(key, justify="right", no_wrap=True, overflow="ellipsis")
+    for i, (key, cells) in enumerate(settings):  # the key setting's values are never cut, whatever else shrinks
+        table.add_column(key, justify="right", no_wrap=True, overflow="ellipsis", min_width=None if i else max(map(len, [key, *cells])))
     for _, label in STAT_COLUMNS:
         table.add_column(label, justify="right", no_wrap=True)
     for i, row in enumerate(rows):
