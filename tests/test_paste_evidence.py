@@ -36,3 +36,36 @@ def test_an_lr_of_exactly_zero_on_every_line_is_a_schedule_fault(tmp_path):
 def test_a_warmup_from_zero_is_no_zero_lr(tmp_path):
     found = _hf(tmp_path, [(2.3 - 0.1 * i, 1.2, 1e-6 * i) for i in range(8)])
     assert not any(f.code == "lr_schedule_mismatch" and "exactly 0" in f.title for f in found)
+
+
+def _diagnose_lines(tmp_path, lines):
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    run = only_run(tmp_path)
+    return run, [f for f in diagnose_run(run, Config()).findings if f.severity != "info"]
+
+
+def test_a_skipped_step_counter_at_most_steps_is_a_collapsed_scaler(tmp_path):
+    """DeepSpeed's `step=N, skipped=M` log_dist line: 1,995 of 2,000 steps skipped."""
+    lines = []
+    for step in range(1600, 2100, 100):
+        lines += [f"[2024-03-01 10:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] step={step}, skipped={step - 5}, lr=[1e-05], mom=[(0.9, 0.999)]",
+                  f"steps: {step} loss: {2.31 + 0.001 * (step % 300):.4f} iter time (s): 0.5 samples/sec: 64.0"]
+    _, found = _diagnose_lines(tmp_path, lines)
+    collapse = next(f for f in found if f.code == "scaler_collapse")
+    assert collapse.evidence["skipped_steps"] == 1995 and collapse.evidence["skipped_share"] == 1.0
+
+
+def test_a_few_skipped_steps_are_no_collapse(tmp_path):
+    lines = [f"[Rank 0] step={step}, skipped={3 + step // 1000}, lr=[1e-05]\nsteps: {step} loss: {2.3 - 0.0001 * step:.4f}" for step in range(1000, 2100, 100)]
+    _, found = _diagnose_lines(tmp_path, lines)
+    assert "scaler_collapse" not in [f.code for f in found]
+
+
+def test_fairseq_overflow_notes_are_the_loss_scale_not_its_rounded_column(tmp_path):
+    lines, scale = [], 128.0
+    for update in range(10, 130, 10):
+        lines.append(f"| epoch 001:    {update} / 500 loss=9.{update // 10:02d}, ppl=512.3, num_updates={update}, lr=0.0005, gnorm=1.2, loss_scale=0, wall=100")
+        scale /= 2
+        lines.append(f"2021-01-01 10:00:00 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: {scale}")
+    run, found = _diagnose_lines(tmp_path, lines)
+    assert found[0].code == "scaler_collapse" and found[0].evidence["scale_final"] == 128.0 / 2**12

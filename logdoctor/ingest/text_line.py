@@ -70,8 +70,9 @@ _COUNTER_AFTER = re.compile(
 #: A bare count `550/ 725` or `[50/500]`: the batch within an epoch when the line names the epoch; a
 #: date followed by its time (`[07/21 14:40:44] ppdet.engine INFO: Epoch: [0] [ 20/200]`) is none.
 _FRACTION = re.compile(r"(?<![\w./:])\[?(?P<value>\d+)\s*/\s*\d+\]?(?![\w./:]|\s+\d{1,2}:\d\d)")
-#: apex / DeepSpeed / fairseq: `Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 1.52e-05`.
-_SCALE_TO = re.compile(rf"loss[ _]scale\b[^\n]{{0,20}}?\bto\s+(?P<value>{_NUMBER})", re.IGNORECASE)
+#: apex / DeepSpeed / fairseq: `Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 1.52e-05`,
+#: fairseq's `NOTE: overflow detected, setting loss scale to: 64.0`.
+_SCALE_TO = re.compile(rf"loss[ _]scale\b[^\n]{{0,20}}?\bto:?\s+(?P<value>{_NUMBER})", re.IGNORECASE)
 _DIGITS = re.compile(r"(\d+)")
 
 

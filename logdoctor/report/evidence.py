@@ -175,6 +175,9 @@ TERMS: dict[str, tuple[str, str, str]] = {
     # not_checked
     "checked": ("checked", "value", "what could be checked: nothing, or NaN / inf only"),
     "metrics_logged": ("metrics logged", "count", "metrics the run logs"),
+    # scaler_collapse, from a skipped-step counter
+    "skipped_steps": ("steps skipped", "count", "the skipped-step counter's last value (DeepSpeed's skipped=N)"),
+    "skipped_share": ("share skipped", "share", "steps counted as skipped per step, over the window it rises in or since the start"),
     # stopped
     "ending": ("ending", "value", "the class of error the log ends on: out of memory, distributed timeout, loss scale at its minimum, killed, error"),
     "error_line": ("error line", "value", "the log's line that says why the run stopped, as printed"),
