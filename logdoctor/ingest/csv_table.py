@@ -51,11 +51,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..model import Run, empty_scalars, tidy
+from ..model import Run, empty_scalars, printable, tidy
 from ..roles import classify
 from . import Claim, ReadError, Source, tensorboard
 from .csv_steps import INDEX_COLUMNS, finer_than_epoch, names_step, plan
 from .fs import is_file, polars_source, read_regular
+from .limits import MAX_WIDTH
 from .hparams import load_config_file
 
 #: File names a CSV log may have; gzip is read as is (`metrics.csv.gz`).
@@ -194,8 +195,8 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
     for name in filenames:
         lower = name.lower()
         if lower.endswith(_SUFFIXES):
-            columns = header(folder / name)
-            kind = "csv" if not columns else layout(_plain_name(name), columns, present)  # unreadable: claim to report it
+            columns = header(folder / name)  # a header past MAX_WIDTH is judged by its first names, and refused when read
+            kind = "csv" if not columns else layout(_plain_name(name), columns[:MAX_WIDTH], present)  # unreadable: claim to report it
         elif lower.endswith(_KERAS_SUFFIXES) and _keras_log(header(folder / name)):
             kind = "keras_csv"
         else:
@@ -226,7 +227,9 @@ def _read_tb_downloads(source: Source) -> list[Run]:
     parts, warnings = [], []
     for path in source.files:
         _, split, tag = _tb_download_parts(path.name)
-        metric = f"{split}/{tag}" if split else tag
+        # escaped as every name from a log is: polars refuses the lone surrogates that carry a
+        # Latin-1 file name's accented tag (the run was lost)
+        metric = printable(f"{split}/{tag}" if split else tag)
         table = load_table(path)
         warnings += table.warnings
         parts.append(wide_to_tidy(table.frame.rename({"Value": metric}), "Step", [metric], "Wall time"))
@@ -259,6 +262,8 @@ def load_table(path: Path, sniffed: tuple[list[str], Dialect] | None = None) -> 
     sniffed = sniffed or sniff(path)
     if sniffed is None:
         raise ReadError(f"{path}: not a text CSV (binary data)")
+    if len(sniffed[0]) > MAX_WIDTH:
+        raise ReadError(f"{path}: {len(sniffed[0]):,} columns, more than the {MAX_WIDTH:,} a log is read with")
     dialect = sniffed[1]
     frame = _read_csv(path, dialect)
     stripped = [c.strip() for c in frame.columns]

@@ -24,7 +24,7 @@ from ..model import Run, tidy
 from . import Claim, ReadError, Source
 from .fs import is_file
 from .hparams import flatten
-from .json_limits import MAX_KEYS, TooDeep, limits_line, loads
+from .limits import MAX_WIDTH, TooDeep, limits_line, loads
 
 STATE = "trainer_state.json"
 _TB_DIR = "runs"
@@ -117,7 +117,7 @@ def _is_summary(entry: dict[str, Any]) -> bool:
 
 
 def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float], int]:
-    """(tidy scalars, the closing summary, entries left out for holding more than MAX_KEYS keys)."""
+    """(tidy scalars, the closing summary, entries left out for holding more than MAX_WIDTH keys)."""
     refused = 0
     metric: list[str] = []
     step: list[int] = []
@@ -127,7 +127,7 @@ def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float], in
         at = _step(entry.get("step")) if isinstance(entry, dict) else None
         if at is None:
             continue
-        if len(entry) > MAX_KEYS:
+        if len(entry) > MAX_WIDTH:
             refused += 1
             continue
         numbers = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..model import Run, tidy
+from ..model import Run, printable, tidy
 from . import Claim, ReadError, Source
 from .fs import files_under, is_dir, is_file, polars_source, read_regular
 from .hparams import parse_scalar, read_yaml
@@ -88,7 +88,7 @@ def _read_run(folder: Path) -> Run:
     frames = []
     metrics_dir = folder / "metrics"
     for path in files_under(metrics_dir):
-        key = path.relative_to(metrics_dir).as_posix()
+        key = printable(path.relative_to(metrics_dir).as_posix())  # a Latin-1 file name: polars refuses its surrogates
         try:
             frames.append(_metric_file(path, key))
         except ReadError as exc:

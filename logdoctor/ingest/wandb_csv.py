@@ -23,7 +23,7 @@ import polars as pl
 from ..model import Run
 from . import Claim, ReadError, Source
 from .csv_table import header, load_table, numeric_columns, wide_to_tidy
-from .json_limits import limits_line
+from .limits import MAX_WIDTH, limits_line
 from .wandb_history import INTERNAL_PREFIX, first_json_object, read_history
 
 #: `<run> - <metric>` with an optional band suffix; run names may contain " - " themselves, metric names hardly ever.
@@ -58,7 +58,7 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
         lower = name.lower()
         if lower.endswith(".csv"):
             columns = header(path)
-            kind = kind_of(columns) if columns else None
+            kind = kind_of(columns[:MAX_WIDTH]) if columns else None  # a wider one is refused when read
             if kind is None:
                 continue
             if kind == "ui":

@@ -21,9 +21,9 @@ from typing import Any
 
 import polars as pl
 
-from ..model import empty_scalars, tidy
+from ..model import empty_scalars, printable, tidy
 from .csv_table import wide_to_tidy
-from .json_limits import MAX_KEYS, TooDeep, loads, within_limits
+from .limits import MAX_WIDTH, TooDeep, loads, within_limits
 
 #: A UTF-8 byte-order mark, which Windows editors and PowerShell put before the first line.
 _BOM = b"\xef\xbb\xbf"
@@ -95,6 +95,8 @@ def frame_from_rows(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
             step.append(raw_step)
             value.append(v)
             wall.append(stamp)
+    if any(printable(name) != name for name in set(metric)):  # a "\udce9" key: polars refuses lone surrogates
+        metric = [printable(name) for name in metric]
     return tidy(
         pl.DataFrame(
             {"metric": metric, "step": step, "value": value, "wall_time": wall},
@@ -105,7 +107,7 @@ def frame_from_rows(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
 
 def read_history(path: Path) -> tuple[pl.DataFrame, int, int]:
     """A history JSONL file -> (tidy frame, lines that were not a JSON object, lines left out
-    for a limit of `json_limits`: nested too deep or holding too many keys).
+    for a limit of `limits`: nested too deep or holding too many keys).
 
     Native path: polars parses the file against a schema inferred from a
     few thousand lines spread over it (inferring over every line costs more
@@ -365,7 +367,7 @@ def _as_float(column: pl.Series, expr: pl.Expr, keep_text: bool) -> pl.Expr | No
 
 def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int, int]:
     """JSON objects, one per line; returns (rows, lines that were not a JSON object, lines left
-    out for a limit: nested deeper than MAX_DEPTH, or more colons than MAX_KEYS, which bound the keys).
+    out for a limit: nested deeper than MAX_DEPTH, or more colons than MAX_WIDTH, which bound the keys).
 
     A killed run leaves a half-written last line: it is counted, not fatal.
     """
@@ -376,7 +378,7 @@ def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int, int]:
             line = line.strip()
             if not line:
                 continue
-            if line.count(":") > MAX_KEYS:
+            if line.count(":") > MAX_WIDTH:
                 refused += 1
                 continue
             try:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ReadError
-from .json_limits import MAX_KEYS, loads
+from .limits import MAX_WIDTH, loads
 from .wandb_schema import item_value_json, record_class
 
 BLOCK = 32 * 1024
@@ -124,7 +124,7 @@ class WandbLog:
     run_id: str | None = None
     exit_code: int | None = None
     undecodable: int = 0
-    #: History records holding more than json_limits.MAX_KEYS values, left out.
+    #: History records holding more than limits.MAX_WIDTH values, left out.
     refused: int = 0
     stats: ScanStats = field(default_factory=ScanStats)
 
@@ -140,7 +140,7 @@ def _key(item) -> str:
 def _value(text: str) -> Any:
     try:
         return loads(text)
-    except ValueError:  # damaged, or nested past json_limits.MAX_DEPTH: kept as text, no metric
+    except ValueError:  # damaged, or nested past limits.MAX_DEPTH: kept as text, no metric
         return text
 
 
@@ -174,7 +174,7 @@ def read_wandb_file(path: Path) -> WandbLog:
             continue
         kind = record.WhichOneof("record_type")
         if kind == "history":
-            if len(record.history.item) > MAX_KEYS:
+            if len(record.history.item) > MAX_WIDTH:
                 log.refused += 1
                 continue
             row = {_key(item): _history_value(item_value_json(item)) for item in record.history.item}

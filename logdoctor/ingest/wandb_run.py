@@ -37,7 +37,7 @@ from ..model import Run, empty_scalars
 from . import Claim, ReadError, Source, text_log
 from .fs import is_file
 from .hparams import flatten, load_config_file, unwrap_wandb
-from .json_limits import limits_line
+from .limits import limits_line
 from .wandb_history import frame_from_rows, read_history
 from .wandb_records import read_wandb_file
 

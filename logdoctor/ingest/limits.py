@@ -1,11 +1,12 @@
-"""How deep and how wide a JSON document (or a JSONL line) a log may be.
+"""How deep and how wide an input a log may be: the limits where input decides the work.
 
-Input decides the work a JSON parser does. Python's json recurses once per level and raises
-RecursionError near 1,000 (a W&B history line 100,000 deep cost its run); polars' schema
-inference grows with the depth (one history line nested 1,000 deep in an 8.8 kB file: 10.9 GB)
-and with the keys of a row (a row of 200,000 keys: 17-23 CPU-s and 1.1 GB). The loggers nest a
-few levels and log at most a few thousand values a row, so a line past either limit is no
-history row: its reader leaves it out with one line naming the limit, and reads the rest.
+Python's json recurses once per level and raises RecursionError near 1,000 (a W&B history line
+100,000 deep cost its run); polars' schema inference grows with the depth (one history line
+nested 1,000 deep in an 8.8 kB file: 10.9 GB) and with the width of a row (a W&B row of 200,000
+keys: 17-23 CPU-s and 1.1 GB; a CSV header of 10^6 names: 200+ CPU-s, or out of memory). The
+loggers nest a few levels and log at most a few thousand values a row, so a JSON line past a
+limit is no history row (its reader leaves it out with one line naming the limit and reads the
+rest) and a CSV wider than MAX_WIDTH columns is no log to read (one line naming the limit).
 """
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import numpy as np
 
 #: Nesting (dicts and lists) a JSON value may have; W&B and Hugging Face nest a few levels.
 MAX_DEPTH = 64
-#: Keys one JSONL line (a history row) may hold, nested ones included.
-MAX_KEYS = 10_000
+#: Values one row may hold: the keys of a JSONL line (nested ones included), the columns of a CSV.
+MAX_WIDTH = 10_000
 #: Bytes scanned at a time: the scan's arrays stay a few times this, whatever the file's size.
 _CHUNK = 1 << 20
 _QUOTE, _BACKSLASH, _COLON, _NEWLINE = (ord(c) for c in '"\\:\n')
@@ -33,7 +34,7 @@ class TooDeep(ValueError):
 def limits_line(what: str, count: int, unit: str = "line") -> str:
     """The one line for `count` lines (entries, rows) of `what` left out for a limit."""
     return (f"{what}: {count} {unit}(s) left out, nested more than {MAX_DEPTH} levels deep"
-            f" or holding more than {MAX_KEYS:,} keys")
+            f" or holding more than {MAX_WIDTH:,} keys")
 
 
 def shape(data: bytes) -> tuple[int, int]:
@@ -65,9 +66,9 @@ def shape(data: bytes) -> tuple[int, int]:
 
 
 def within_limits(data: bytes) -> bool:
-    """Whether JSON text is no deeper than MAX_DEPTH and no line holds more than MAX_KEYS keys."""
+    """Whether JSON text is no deeper than MAX_DEPTH and no line holds more than MAX_WIDTH keys."""
     deepest, widest = shape(data)
-    return deepest <= MAX_DEPTH and widest <= MAX_KEYS
+    return deepest <= MAX_DEPTH and widest <= MAX_WIDTH
 
 
 def loads(text: str | bytes) -> Any:
