@@ -470,6 +470,7 @@ def audit(
         _print_skipped(report.errors)
         raise _nothing_read(path, report.errors)
     from .naming import display_names
+    from .numbers import count
 
     for result, name in zip(report.results, display_names([r.run for r in report.results], path)):
         result.run = name
@@ -478,7 +479,7 @@ def audit(
 
         if output:
             _write(_trimmed(lambda console: print_terminal(console, report, quiet), width=120), output)
-            print(f"wrote {output}: {len(report.results)} runs", file=sys.stderr)
+            print(f"wrote {output}: {count(len(report.results), 'run')}", file=sys.stderr)
         else:
             sys.stdout.write(_trimmed(lambda console: print_terminal(console, report, quiet), like=_console()))
     elif fmt == OutputFormat.html:
@@ -486,7 +487,7 @@ def audit(
 
         _write(render_page(report, quiet), output)
         if output is not None:
-            print(f"wrote {output}: {len(report.results)} runs", file=sys.stderr)
+            print(f"wrote {output}: {count(len(report.results), 'run')}", file=sys.stderr)
     else:
         # --details asks for the findings: with -q, those of the runs with a problem
         style = Style(quiet and not details, verbose, True, config.source, skip_healthy=quiet)

@@ -59,6 +59,12 @@ def _numeric_string(value: str) -> str:
     return {"nan": "NaN", "inf": "inf", "-inf": "-inf"}.get(value.lower(), value)
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """A number of things with its noun agreeing: '1 run', '52 runs', '1,040 runs' (never '1 runs'
+    or 'run(s)')."""
+    return f"{fmt_num(int(n))} {noun if n == 1 else plural or noun + 's'}"
+
+
 def percent(fraction: float) -> str:
     """A fraction as a percentage in one style: whole percents from 10% (84%, 1,250%), one decimal
     below (4.6%), two significant digits under 1% (0.65%, 0.031%); never '0.0%' for a value that

@@ -78,7 +78,7 @@ def test_inspect_lists_every_run_with_format_metrics_steps_and_roles(mixed):
     assert "config: batch_size, lr" in out and "config: gamma" in out
     assert "skipped: " in out and "empty.csv: empty file (0 bytes)" in out
     assert "notes.csv" not in out
-    assert "7 run(s) found (csv 1, hf_trainer 1, lightning 1, mlflow 1, wandb 1, wandb_csv 2), 1 source(s) skipped" in out
+    assert "7 runs found (csv 1, hf_trainer 1, lightning 1, mlflow 1, wandb 1, wandb_csv 2), 1 source skipped" in out
 
 
 def test_inspect_applies_role_overrides_from_config(mixed, tmp_path):

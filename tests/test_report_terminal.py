@@ -24,6 +24,9 @@ def render(diagnosis, width=80, terminal=True, **kw) -> str:
 
 
 def test_numbers_read_like_a_person_wrote_them():
+    from logdoctor.numbers import count
+
+    assert (count(1, "run"), count(0, "run"), count(1040, "run")) == ("1 run", "0 runs", "1,040 runs")  # never '1 runs', 'run(s)'
     assert fmt_num(4000) == "4,000"
     assert fmt_num(4000.0) == "4,000"
     assert fmt_num(2.30123) == "2.301"
@@ -289,3 +292,21 @@ def test_the_did_it_learn_judgement_is_said_by_the_headline_not_repeated_as_evid
     the keys stay in JSON, the evidence line shows the numbers only."""
     line = evidence_text({"learned": False, "reason": "validation never got below its first evaluation", "loss_best": 0.0265})
     assert line == "best loss level 0.0265"
+
+
+def test_headlines_and_evidence_of_the_bundled_runs_share_one_number_style():
+    """One report said `3.277e+04` beside `32,768`, `1032` beside `1,032`, `70.6x` beside `70.62×`,
+    `->` beside `→`: every headline and evidence line now goes through numbers.fmt_num."""
+    from logdoctor.diagnose import analyze
+    from logdoctor.report.terminal import evidence_line
+
+    lines = [text for rd in analyze(SAMPLES).runs for f in rd.findings for text in (f.title, evidence_line(f, None))]
+    styles = {
+        "python exponent": r"\d[eE][+-]?0\d|e\+",
+        "thousands without separator": r"(?<![\w.,])\d{4,}(?![\d,.])",
+        "ratio with x": r"\d(\.\d+)?x\b",
+        "ascii arrow": r"->",
+        "plural in parentheses": r"\(s\)",
+    }
+    found = {name: [t for t in lines if re.search(pattern, t)] for name, pattern in styles.items()}
+    assert {name: hits[:3] for name, hits in found.items() if hits} == {}

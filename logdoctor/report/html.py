@@ -36,6 +36,7 @@ from importlib.resources import files
 
 from .. import __version__
 from ..model import Diagnosis, Finding, RunDiagnosis
+from ..numbers import count
 from .charts import chart_spec, script_json
 from .sparkline import svg_sparkline
 from .text import TOP_EVIDENCE, by_severity, evidence_items, fmt_num, main_loss, status_counts, step_range, verdict
@@ -358,7 +359,7 @@ def render_html(
     )
     body = (
         f"<h1>{escape(title)}</h1>"
-        f'<div class="sub"><span class="mono">{escape(diagnosis.root)}</span> · {len(diagnosis.runs)} run(s) · logdoctor {escape(__version__)}</div>'
+        f'<div class="sub"><span class="mono">{escape(diagnosis.root)}</span> · {count(len(diagnosis.runs), "run")} · logdoctor {escape(__version__)}</div>'
         f'<div class="counts">{badges}</div>'
         + (
             '<div class="toolbar"><label>smoothing <input type="range" id="smoothing" min="0" max="0.99" step="0.01" value="0"></label>'

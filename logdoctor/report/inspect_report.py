@@ -16,6 +16,7 @@ from rich.table import Table
 
 from ..config import Config
 from ..model import Run
+from ..numbers import count
 from ..view import RunView, step_report
 
 _CONFIG_KEYS_SHOWN = 12
@@ -88,4 +89,4 @@ def render_inspect(runs: list[Run], errors: list[str], config: Config, console: 
         console.print(f"skipped: {escape(line)}", style="yellow", soft_wrap=True)
     formats = Counter(run.format for run in runs)
     by_format = f" ({', '.join(f'{fmt} {n}' for fmt, n in sorted(formats.items()))})" if formats else ""
-    console.print(f"{len(runs)} run(s) found{by_format}" + (f", {len(errors)} source(s) skipped" if errors else ""))
+    console.print(f"{count(len(runs), 'run')} found{by_format}" + (f", {count(len(errors), 'source')} skipped" if errors else ""))
