@@ -464,6 +464,15 @@ def test_clip_saturation_fires_with_threshold_from_config(config):
     assert f.evidence["fraction_clipped"] > 0.99 and f.confidence > 0.8
 
 
+def test_clip_saturation_is_a_remark_when_the_loss_falls_fast_while_clipped():
+    """Clipped on every step, but the loss made 90% of its fall in the opening 3% of the run:
+    clipping is not holding it back."""
+    steps = np.arange(STEPS)
+    fast = (steps, 2.3 * np.exp(-steps / 15) + 0.1 + 0.002 * np.random.default_rng(3).standard_normal(STEPS))
+    [f] = ClipSaturation().check(make_view({"train_loss": fast, "grad_norm": grad_norms(0.8, 10)}, {"max_grad_norm": 0.01}))
+    assert f.severity == "info" and f.evidence["fall_90_at_fraction"] < 0.1
+
+
 def test_clip_saturation_silent_when_clipping_only_spikes():
     steps, norms = grad_norms(0.3, 11)
     norms[::25] *= 8  # rare spikes above 1.0

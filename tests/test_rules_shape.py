@@ -422,7 +422,7 @@ def test_a_three_epoch_staircase_of_memorisation_is_epoch_jumps():
     per = 400
     x = np.arange(3 * per + 1)
     level = np.array([1.1, 0.65, 0.3, 0.3])[x // per]
-    got = fired(diagnose(synthetic({"train_loss": (x, level + 0.04 * RNG.standard_normal(len(x))), "epoch": (x, x / per)})))
+    got = fired(diagnose(synthetic({"train_loss": (x, level + 0.04 * np.random.default_rng(7).standard_normal(len(x))), "epoch": (x, x / per)})))
     assert got["epoch_jumps"].evidence["kind"] == "staircase" and got["epoch_jumps"].evidence["epochs"] == 3
 
 
@@ -431,7 +431,7 @@ def test_three_epochs_that_fall_smoothly_or_inside_each_epoch_are_no_staircase(s
     per = 400
     x = np.arange(3 * per)
     y = 0.3 + 0.8 * np.exp(-x / 500) if shape == "smooth" else np.array([1.1, 0.65, 0.3])[x // per] - 0.4 * (x % per) / per
-    got = fired(diagnose(synthetic({"train_loss": (x, y + 0.04 * RNG.standard_normal(len(x))), "epoch": (x, x / per)})))
+    got = fired(diagnose(synthetic({"train_loss": (x, y + 0.04 * np.random.default_rng(7).standard_normal(len(x))), "epoch": (x, x / per)})))
     assert "epoch_jumps" not in got
 
 
@@ -499,12 +499,32 @@ def test_init_loss_far_above_log_k_warns_and_near_or_below_does_not():
         run.config = config
         return run
 
-    got = fired(diagnose(run_with(41.7, {"num_classes": 10})))
-    assert got["init_loss"].evidence["ratio_to_ln_k"] > 15
+    [high] = [f for f in diagnose(run_with(41.7, {"num_classes": 10})) if f.code == "init_loss"]
+    assert high.evidence["ratio_to_ln_k"] > 15  # (a remark here: the loss then falls to 0.05 for good)
     assert "init_loss" not in {f.code for f in diagnose(run_with(2.3, {"num_classes": 10}))}
     below = [f for f in diagnose(run_with(0.4, {"model.num_labels": 10})) if f.code == "init_loss"]
     assert below and below[0].severity == "info"  # pretrained models start low: a remark only
     assert "init_loss" not in {f.code for f in diagnose(run_with(41.7, {}))}  # K unknown: silent
+
+
+def test_init_loss_is_a_remark_for_a_margin_loss_or_a_start_the_run_absorbs():
+    """ArcFace (K = 1000, s = 64) starts near 29 by design; a plain classifier that starts at 18x ln K
+    and is below 2x ln K for good after its first tenth paid nothing lasting. A start that keeps
+    coming back (the loss wanders up to 12x ln K later) keeps the warning."""
+    x = np.arange(500)
+    falls = 29.0 * np.exp(-x / 40) + 1.0 + 0.01 * np.random.default_rng(8).standard_normal(500)
+
+    def init(metrics: dict, config: dict) -> Finding | None:
+        run = synthetic(metrics)
+        run.config = config
+        return next((f for f in diagnose(run) if f.code == "init_loss"), None)
+
+    arcface = init({"train/arcface_loss": (x, falls)}, {"num_classes": 1000, "head": "ArcFace"})
+    assert arcface.severity == "info" and arcface.evidence["margin_loss"] == "arcface"
+    absorbed = init({"train/loss": (x, 41.7 * np.exp(-x / 10) + 0.05)}, {"num_classes": 10})
+    assert absorbed.severity == "info"
+    wanders = 0.3 + 10 * (np.sin(x / 15) > 0.9) + 41.7 * np.exp(-x / 10)
+    assert init({"train/loss": (x, wanders)}, {"num_classes": 2}).severity == "warning"
 
 
 def test_epoch_memorisation_staircase_fires():
