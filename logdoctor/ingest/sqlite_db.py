@@ -13,7 +13,7 @@ tracker needs to be installed.
   blocks the writer.
 * WAL mode without a `-wal` file: no writer, every page in the main file. `mode=ro` would create
   empty `-wal` and `-shm` files beside it and, being read-only, leave them there, so it is opened
-  `immutable=1` (no lock, no file). The trade-off: rows a writer that starts during the read
+  `mode=ro&immutable=1` (no lock, no file). The trade-off: rows a writer that starts during the read
   commits are not seen, and a checkpoint rewriting pages under the read would show as a damaged
   database (one line); a read takes well under the 1,000 pages a checkpoint waits for.
 """
@@ -55,10 +55,8 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     """A connection that cannot write `path` or leave files beside it (see the module doc)."""
     header = _header(path)
     wal = len(header) > 19 and header[18] == 2
-    mode = "immutable=1" if wal and not is_file(path.with_name(path.name + "-wal")) else "mode=ro"
-    conn = sqlite3.connect(f"{path.absolute().as_uri()}?{mode}", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    conn.execute("PRAGMA query_only = 1")
-    return conn
+    still = "&immutable=1" if wal and not is_file(path.with_name(path.name + "-wal")) else ""
+    return sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro{still}", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
 
 
 def schema(conn: sqlite3.Connection) -> dict[str, set[str]]:
