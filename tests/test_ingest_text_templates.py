@@ -98,3 +98,26 @@ def test_a_log_the_line_families_read_is_read_as_before(tmp_path):
     run = _run(tmp_path, [f"epoch {e} | step {100 * e} | loss {2.5 - 0.2 * e:.2f}" for e in range(1, 6)])
     assert not any("numeric templates" in n for n in run.notes)
     assert list(series(run, "loss").values) == [2.3, 2.1, 1.9, 1.7, 1.5]
+
+
+def test_a_nan_loss_said_in_words_is_a_nan_point_where_it_is_said(tmp_path):
+    """`Stopping epoch because loss is NaN` after the last epoch's line: the loss is NaN there, even
+    after other text (a statement of a NaN is no summary of a good run); both readings agree."""
+    from logdoctor.ingest import text_log
+
+    lines = [f"End of epoch  {e} | loss   {4.2 - 0.02 * e:.4f}  | kl_loss   1.20" for e in range(15, 21)]
+    lines += ["evaluating...", "Stopping epoch because loss is NaN", "Stopping training session because loss is NaN"]
+    run = _run(tmp_path, lines)
+    loss = series(run, "loss").values
+    assert len(loss) == 8 and math.isnan(loss[-1]) and math.isnan(loss[-2]) and loss[0] == 3.9
+    text_log._LINE_BY_LINE_ONLY = True
+    try:
+        again = only_run(tmp_path)
+    finally:
+        text_log._LINE_BY_LINE_ONLY = False
+    assert again.scalars.equals(run.scalars)
+
+
+def test_prose_about_a_nan_loss_is_no_training_log(tmp_path):
+    (tmp_path / "README.txt").write_text("If the loss is NaN, lower the LR.\nA NaN loss means 2 things.\n")
+    assert load_runs(tmp_path) == ([], [])

@@ -164,6 +164,14 @@ def is_text_log_head(head: str) -> bool:
 #: A logging prefix's `file.py:line:function` is no such word (DeepSpeed's `[stage2.py:1628:step] ... OVERFLOW!`).
 _COUNTER_WORD = re.compile(r"(?<!\d:)\b(?:epoch|step|iteration|iter)s?\s*[:=#]?\s*[^\d\s.,;!]", re.IGNORECASE)
 _LOSS_WORD = re.compile(r"loss|xent|ppl|perplexity|mse|mae|scale", re.IGNORECASE)
+#: A NaN loss said in words (`Stopping epoch because loss is NaN`, `NaN loss detected`, `loss became
+#: inf`): a NaN point of the loss where it is said, joining the record before it like any line of
+#: values without a counter, wherever it comes (a statement of a NaN is no summary of a good run).
+NAN_STATEMENT = re.compile(
+    r"\bloss(?:es)?\s+(?:is|was|are|were|became|becomes|turned|turns|went|goes|got)\s+(?:to\s+)?(?:nan|inf(?:inite|inity)?)\b"
+    r"|\b(?:nan|inf)\s+loss(?:es)?\b",
+    re.IGNORECASE,
+)
 
 
 #: Full-width forms (U+FF01-FF5E) -> ASCII, the ideographic space -> a space: a loop that prints
@@ -256,7 +264,10 @@ class _Parser:
         if line.strip():
             self.lines_since_record += 1
         if not _HAS_DIGIT.search(line):
-            if not self._maybe_header(line) and self.record is not None and self.record.gathers and _TEXT.search(line):
+            stated = NAN_STATEMENT.search(line)
+            if stated:
+                self._stepless({"loss": math.nan}, Shape("loss stated NaN: " + stated[0].lower(), ()))
+            elif not self._maybe_header(line) and self.record is not None and self.record.gathers and _TEXT.search(line):
                 self.record.gathers = False
             return
         if self._table_row(line):

@@ -21,7 +21,7 @@ once), so most of the work can be done a block of lines at a time in polars:
 This holds only while no line's meaning depends on an open record: a counter-only
 line that gathers the value lines after it, a line of several records run together,
 Keras' `Epoch N/M` and progress bars, a YOLO results.txt row,
-a table's header, or a shape whose parse would not be the same for every line of it
+a table's header, a NaN loss said in words, or a shape whose parse would not be the same for every line of it
 (the `#` a shape is keyed by stands in the line itself too; a digit outside ASCII;
 a number polars does not read as Python does). A file with any of them is read
 line by line instead (`parse` gives None), so both readings give the same records,
@@ -39,7 +39,9 @@ import polars as pl
 
 from .csv_steps import grain
 from .text_line import _DIGITS, Shape, extract
-from .text_log import _ANSI, _COUNTER_WORD, _KERAS_EPOCH, _PROGRESS, _YOLO_ROW, Wide, _header_names, ascii_forms, display, is_table_header
+from .text_log import (
+    _ANSI, _COUNTER_WORD, _KERAS_EPOCH, _PROGRESS, _YOLO_ROW, NAN_STATEMENT, Wide, _header_names, ascii_forms, display, is_table_header,
+)
 
 #: Bytes read at a time: a block costs about eight times this while it is read (its text, its lines, their layouts).
 _BLOCK = 8 << 20
@@ -180,8 +182,8 @@ class _Reader:
         frame = pl.DataFrame([lines, layouts]).filter(~pl.col("line").str.contains(r"^[\s\x1c-\x1f]*$"))
         frame = frame.with_row_index("i").with_columns(digits=pl.col("layout").str.contains(_MARK, literal=True))
         for line in frame.filter(~pl.col("digits"))["line"].unique().to_list():
-            if is_table_header(_header_names(line)):
-                return False
+            if is_table_header(_header_names(line)) or NAN_STATEMENT.search(line):
+                return False  # a table, or a NaN loss said in words: lines the record before them takes
         numbered = frame.filter("digits").drop("digits")
         if not self._learn(numbered):
             return False
