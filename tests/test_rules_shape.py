@@ -741,3 +741,16 @@ def test_a_validation_loss_swinging_by_decades_beside_a_steady_training_loss_is_
     assert "oscillate" in got and got["oscillate"].evidence["val_swings"] >= 3
     once = np.r_[np.geomspace(35, 0.02, 15), np.geomspace(0.02, 0.5, 15)]
     assert "oscillate" not in fired(diagnose(synthetic({"loss": (e, train), "val_loss": (e, once)})))
+
+
+def test_a_validation_loss_swinging_five_to_thirteen_fold_between_epochs_is_oscillate():
+    """Training falls smoothly; validation jumps 5-13x between consecutive epochs, again and again.
+    Near miss: validation wobbling by 1.5x around a falling level is evaluation noise."""
+    e = np.arange(20)
+    rng = np.random.default_rng(9)
+    train = 0.1 + 0.6 * np.exp(-e / 5) + 0.005 * rng.random(20)
+    swing = np.where(e % 4 < 2, 1.0, 1 / 8) * (0.5 + 0.3 * np.exp(-e / 6))
+    got = fired(diagnose(synthetic({"loss": (e, train), "val_loss": (e, swing * np.exp(0.3 * rng.standard_normal(20)))})))
+    assert "oscillate" in got and got["oscillate"].evidence["val_swings"] >= 3
+    wobble = (0.2 + 0.6 * np.exp(-e / 5)) * np.where(e % 2, 1.5, 1.0)
+    assert "oscillate" not in fired(diagnose(synthetic({"loss": (e, train), "val_loss": (e, wobble)})))

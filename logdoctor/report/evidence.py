@@ -45,7 +45,7 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "metric_end": ("task metric at end", "level", "the task metric's level over its closing points"),
     "val_loss_best": ("best validation loss", "level", "the lowest validation loss after its first evaluation"),
     "val_log10_span": ("validation span", "decades", "how many powers of ten the validation loss spans in the second half"),
-    "val_swings": ("validation swings", "count", "turns of the validation loss by 10x or more against its previous move"),
+    "val_swings": ("validation swings", "count", "turns of the validation loss by 4× or more (0.6 decades) against its previous move"),
     "train_log10_span": ("training span", "decades", "how many powers of ten the training loss spans in the second half"),
     "discriminator_end": ("discriminator loss at end", "level", "a GAN discriminator's loss level at the end (near 0: it won)"),
     "best_step": ("best at", "step", "the step of the best loss level"),

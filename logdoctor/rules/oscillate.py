@@ -94,7 +94,7 @@ class Oscillate(Rule):
         # settles then bounces: the end sits this share of the progress above the best level
         "min_rebound": 0.3,
         # validation swings: at least min_swings reversals of swing_decades (log10) or more
-        "swing_decades": 1.0,
+        "swing_decades": 0.6,
         "min_swings": 3,
     }
     suppresses = ("spike",)
@@ -216,7 +216,10 @@ class Oscillate(Rule):
         span = float(np.ptp(late))
         return self.finding(
             val,
-            title=f"{val.name} swings up and down by 10x or more {swings} times (over {span:.1f} decades in the second half) while training loss stays steady",
+            title=(
+                f"{val.name} swings up and down by {fmt_num(10 ** self.params['swing_decades'])}× or more {swings} times "
+                f"(over {fmt_num(span)} decades in the second half) while training loss stays steady"
+            ),
             steps=(int(steps[len(logs) // 2]), int(steps[-1])),
             confidence=0.55 + 0.4 * min(1.0, (swings - 1) / 4) * min(1.0, span / 3),
             evidence={"val_log10_span": span, "val_swings": swings, "train_log10_span": train_span},
