@@ -92,13 +92,15 @@ def dbs(tmp_path_factory):
         out = {"mlflow_empty": base / "empty" / "mlflow.db"}
         out["mlflow_empty"].parent.mkdir()
         _mlflow_client(out["mlflow_empty"]).search_experiments()  # creates the tables, no run
-        for name in ("mlflow_sweep", "mlflow_linked", "mlflow_old"):
+        for name in ("mlflow_sweep", "mlflow_linked", "mlflow_old", "mlflow_unlogged"):
             out[name] = base / name / "mlflow.db"
             out[name].parent.mkdir()
             shutil.copy(out["mlflow_empty"], out[name])
         deleted = _mlflow_log(out["mlflow_sweep"], [*SWEEP, DELETED])[-1]
         _mlflow_client(out["mlflow_sweep"]).delete_run(deleted)
         _mlflow_log(out["mlflow_linked"], LINKED)
+        client = _mlflow_client(out["mlflow_unlogged"])
+        client.log_param(client.create_run(client.create_experiment("crashed")).info.run_id, "lr", "0.1")
         shutil.copy(out["mlflow_sweep"], out["mlflow_old"])
         _downgrade(out["mlflow_old"], "c8d9e0f1a2b3")  # the schema before `workspace` (MLflow 3.7-3.8)
 
@@ -108,7 +110,10 @@ def dbs(tmp_path_factory):
         import trackio.sqlite_storage
 
         trackio.sqlite_storage.SQLiteStorage.init_db("empty")  # what a project holds before its first run
-        for project in ("sweep", "linked", "empty"):
+        trackio.init(project="unlogged", name="crashed", config={"lr": 0.1})
+        trackio.log({"status": "starting"})  # text only: no curve
+        trackio.finish()
+        for project in ("sweep", "linked", "empty", "unlogged"):
             out[f"trackio_{project}"] = trackio_dir / f"{project}.db"
     return out
 
@@ -159,10 +164,18 @@ def test_mlflow_runs_are_named_within_their_experiment(dbs):
     assert {r.format for r in runs} == {"mlflow_sqlite"}
 
 
-@pytest.mark.parametrize("store", ["mlflow_empty", "trackio_empty"])
-def test_an_empty_database_is_one_line(dbs, store, tmp_path):
+@pytest.mark.parametrize(
+    "store, line",
+    [
+        ("mlflow_empty", "MLflow database holds no runs"),
+        ("trackio_empty", "trackio database holds no runs"),
+        ("mlflow_unlogged", "MLflow run 'crashed/"),  # a run that logged its params, then nothing
+        ("trackio_unlogged", "trackio run 'crashed' has no numeric metric values"),
+    ],
+)
+def test_a_database_without_metric_values_is_one_line(dbs, store, line, tmp_path):
     runs, errors = load_runs(_alone(dbs[store], tmp_path))
-    assert runs == [] and len(errors) == 1 and "holds no runs" in errors[0]
+    assert runs == [] and len(errors) == 1 and line in errors[0]
 
 
 @pytest.mark.parametrize("store", ["mlflow_linked", "trackio_linked"])

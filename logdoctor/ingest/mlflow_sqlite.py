@@ -93,7 +93,8 @@ def _runs(conn: sqlite3.Connection, path: Path, tables: dict[str, set[str]]) -> 
         raise ReadError(f"{path}: MLflow database holds no runs{deleted}")
     params = _params(conn, {row[0] for row in kept})
     metrics = _metrics(conn)
-    names = [(str(experiments.get(str(eid), (eid, ""))[0]), name or tagged.get(uuid) or uuid) for uuid, name, eid, _, _ in kept]
+    # a Databricks-style experiment name is a path (`/Users/me/sweep`): it names the run from below the database
+    names = [(str(experiments.get(str(eid), (eid, ""))[0]).strip("/"), name or tagged.get(uuid) or uuid) for uuid, name, eid, _, _ in kept]
     shared = Counter(names)
     runs = []
     for (uuid, _, _, _, state), (experiment, name) in zip(kept, names):

@@ -91,8 +91,8 @@ def _runs(conn: sqlite3.Connection, path: Path, tables: dict[str, set[str]]) -> 
     if not names:
         raise ReadError(f"{path}: trackio database holds no runs")
     shared = Counter(names.values())
-    points = pl.concat(parts)
-    frames = {str(key[0]): part.drop("run") for key, part in points.partition_by("run", as_dict=True).items()} if points.height else {}
+    points = pl.concat(parts) if parts else None
+    frames = {str(key[0]): part.drop("run") for key, part in points.partition_by("run", as_dict=True).items()} if points is not None else {}
     runs = []
     for rid, name in names.items():
         shown = f"{name}-{rid[:8]}" if shared[name] > 1 else name
