@@ -16,7 +16,9 @@ outcome of every run. So, per swept setting and per outcome:
 * **Multiple testing**, as `links` does it: the outcome is permuted and every
   test of the family is repeated (Westfall-Young single-step min-p), so a
   setting's adjusted p-value is the share of permutations whose best test, on
-  any setting, is at least as extreme. Bonferroni across the two outcomes.
+  any setting, is at least as extreme. Bonferroni across the two outcomes. With
+  `ASYMPTOTIC_FROM` runs or more per test the textbook p-values are accurate,
+  and Bonferroni over the tests replaces the permutations.
 * **Wording** says the setting, the direction and the size: "final val loss
   rises with lr (Spearman rho 0.81, p 2e-06, adjusted p 0.001); lowest at lr = 1
   (median 0.098); every diverge at lr >= 10". The last part is descriptive (no
@@ -39,8 +41,11 @@ MIN_RUNS = 6
 #: A numeric setting with at most this many values is also tested level by level (Kruskal-Wallis).
 MAX_LEVELS = 12
 PERMUTATIONS = 999
-#: At most this many permutations (a 10,000-run sweep scores every test on each).
+#: At most this many permutations (each scores every test on every run).
 MAX_PERMUTATIONS = 9999
+#: From this many runs in every test, textbook p-values with a Bonferroni adjustment replace the permutations
+#: (accurate there, and the permutations cost ~90 s at 10,000 runs).
+ASYMPTOTIC_FROM = 500
 #: Permutations scored at once (bounds the scratch memory to runs x CHUNK floats).
 CHUNK = 128
 #: Failure codes named per effect at most ("every diverge at lr >= 10").
@@ -71,8 +76,8 @@ class Effect:
     lowest: str | None = None
     #: Descriptive ranges of the setting that hold every run with a finding: "every diverge at lr >= 10".
     bounds: list[str] = field(default_factory=list)
-    #: The smallest adjusted p the permutations could give (1 / (B + 1)): an adjusted p there reads "<=".
-    floor: float = 0.0
+    #: The test's own permutation p-value is the smallest the permutations can give: `p_adjusted` is a bound.
+    bound: bool = False
 
     @property
     def rises(self) -> bool | None:
@@ -97,9 +102,8 @@ class Effect:
 
     @property
     def text(self) -> str:
-        floor = self.p_adjusted <= self.floor * (1 + 1e-9)
-        adjusted = f"adjusted p ≤ {self.p_adjusted:.2g}" if floor else f"adjusted p {self.p_adjusted:.2g}"
-        parts = [f"{self.headline} ({self.size}, p {self.p:.2g}, {adjusted}; {self.runs} runs)"]
+        adjusted = f"adjusted p {'≤ ' if self.bound else ''}{_fmt_p(self.p_adjusted)}"
+        parts = [f"{self.headline} ({self.size}, p {_fmt_p(self.p)}, {adjusted}; {self.runs} runs)"]
         if self.lowest:
             parts.append(f"lowest at {self.lowest}")
         return "; ".join(parts + self.bounds)
@@ -115,6 +119,10 @@ class Effect:
             "runs": self.runs,
             "text": self.text,
         }
+
+
+def _fmt_p(p: float) -> str:
+    return "< 1e-300" if p < 1e-300 else f"{p:.2g}"
 
 
 # --- outcomes ----------------------------------------------------------------------------
@@ -237,20 +245,26 @@ def permutations_for(tests: int, level: float) -> int:
     return int(min(MAX_PERMUTATIONS, max(PERMUTATIONS, math.ceil(20 * tests / level))))
 
 
-def _search(results, settings, outcome: Outcome, level: float, rng) -> tuple[list[tuple[_Test, float, float, float]], float]:
-    """Every test's (test, statistic, raw p, adjusted p) on one outcome, and the smallest adjusted p possible.
+def _search(results, settings, outcome: Outcome, level: float, rng) -> list[tuple[_Test, float, float, float, bool]]:
+    """Every test's (test, statistic, raw p, adjusted p, whether the adjusted p is only a bound) on one outcome.
 
     Each test's permutation p-value is read off its own null distribution (so a rho and an epsilon squared
     compare fairly); the adjusted p is the share of permutations whose smallest p-value, over every test, is
-    at least as small as the test's own (Westfall-Young single-step min-p).
+    at least as small as the test's own (Westfall-Young single-step min-p). A test whose own p-value is the
+    smallest the permutations can give has its adjusted p reported as a bound ("<="). When every test holds
+    `ASYMPTOTIC_FROM` runs or more, the textbook p-values are accurate and the permutations would cost
+    minutes: their Bonferroni adjustment is used instead (valid under any dependence between the tests).
     """
     has = ~np.isnan(outcome.values)
     tests = _tests(results, settings, has)
     if not tests:
-        return [], 1.0
+        return []
     y = np.zeros(len(results))
     y[has] = _ranks(outcome.values[has])
     observed = np.array([float(_scores(t, y[:, None])[0]) for t in tests])
+    raw = [_asymptotic_p(t, float(s)) for t, s in zip(tests, observed)]
+    if min(int(t.mask.sum()) for t in tests) >= ASYMPTOTIC_FROM:
+        return [(t, float(s), p, min(1.0, p * len(tests)), False) for t, s, p in zip(tests, observed, raw)]
     extreme = lambda t, s: np.abs(s) if t.kind == "spearman" else s  # noqa: E731 - rho is two-sided
     permutations = permutations_for(len(tests), level)
     null = np.empty((len(tests), permutations))
@@ -265,8 +279,8 @@ def _search(results, settings, outcome: Outcome, level: float, rng) -> tuple[lis
     p_obs = (1 + _tail_share(null, obs[:, None])[:, 0]) / (permutations + 1)
     min_null = (_tail_share(null, null) / (permutations + 1)).min(axis=0)
     adjusted = (1 + (min_null[None, :] <= p_obs[:, None] * (1 + 1e-9)).sum(axis=1)) / (permutations + 1)
-    rows = [(t, float(s), _asymptotic_p(t, float(s)), float(a)) for t, s, a in zip(tests, observed, adjusted)]
-    return rows, 1 / (permutations + 1)
+    bound = p_obs <= 1 / (permutations + 1) * (1 + 1e-9)
+    return [(t, float(s), p, float(a), bool(f)) for t, s, p, a, f in zip(tests, observed, raw, adjusted, bound)]
 
 
 # --- wording -------------------------------------------------------------------------------
@@ -341,18 +355,17 @@ def find_effects(
     level = alpha / max(1, len(outs))
     for outcome in outs:
         best: dict[str, tuple] = {}
-        rows, floor = _search(runs, settings, outcome, level, rng)
-        for test, stat, p, adjusted in rows:
+        for test, stat, p, adjusted, bound in _search(runs, settings, outcome, level, rng):
             key = (test.kind != "spearman", adjusted, p)
             if adjusted <= level and (test.param not in best or key < best[test.param][0]):
-                best[test.param] = (key, test, stat, p, adjusted)
-        for key, test, stat, p, adjusted in best.values():
+                best[test.param] = (key, test, stat, p, adjusted, bound)
+        for key, test, stat, p, adjusted, bound in best.values():
             found.append(
                 Effect(
                     param=test.param, outcome=outcome.name, test=test.kind, statistic=stat, p=p, p_adjusted=adjusted,
                     runs=int((test.mask & ~np.isnan(outcome.values)).sum()),
                     lowest=None if outcome.binary else _lowest(test, outcome),
-                    bounds=_bounds(test, runs), floor=floor,
+                    bounds=_bounds(test, runs), bound=bound,
                 )
             )
     found.sort(key=lambda e: (e.outcome == FAILURES, e.p_adjusted, e.p))
