@@ -316,3 +316,13 @@ def test_ultralytics_console_table_rows_with_their_progress_bars(tmp_path):
     assert _values(run, "box_loss") == ([70, 71, 72], [1.081, 1.038, 1.012])
     assert _values(run, "gpu_mem")[1] == [6.73] * 3 and _values(run, "size")[1] == [640.0] * 3
     assert not any("map" in m for m in run.metrics)  # `mAP50-95): 100%|`: the bar's share, no score
+
+
+def test_mmengine_date_before_its_time_is_no_progress_bar(tmp_path):
+    """mmengine prints `MM/DD HH:MM:SS - mmengine - INFO - Epoch(train) [1][200/735] ...`: the date at
+    the line's start is no Keras `count/target` bar (read as one, every line was batch 10)."""
+    lines = [f"10/30 22:{18 + b // 100}:0{b % 10} - mmengine - INFO - Epoch(train) [1][{b}/735]  lr: 1.9870e-04  "
+             f"eta: 2:46:39  time: 2.8906  data_time: 0.0042  memory: 10762  loss: {2.8 - b / 1000:.4f}  grad_norm: 3.06"
+             for b in range(200, 260, 10)]
+    steps, loss = _values(_run(tmp_path, lines), "loss")
+    assert len(steps) == 6 and steps == sorted(steps) and loss == [2.6, 2.59, 2.58, 2.57, 2.56, 2.55]

@@ -89,8 +89,9 @@ _KERAS_EPOCH = re.compile(r"\s*Epoch (?P<epoch>\d+)/\d+\s*")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: Keras 3's update at the last batch, before the epoch's final line: its ETA reads `0s` (Keras 2 says `ETA`).
 _ZERO_ETA = re.compile(r"\s0s\s+\d+(?:s|ms|us)/step")
-#: A Keras progress line: `  32/1875 [>...]`, `370/370 ━━━`, `  100/Unknown`, or the old verbose=2 ` - 5s - loss: …`.
-_PROGRESS = re.compile(r"\s*(?:(?P<count>\d+)/(?P<target>\d+|Unknown)\s|-\s+\d+s\s+-\s)")
+#: A Keras progress line: `  32/1875 [>...]`, `370/370 ━━━`, `  100/Unknown`, or the old verbose=2 ` - 5s - loss: …`;
+#: a date before its time (mmengine's `10/30 22:18:02 - mmengine - INFO - ...`) is none.
+_PROGRESS = re.compile(r"\s*(?:(?P<count>\d+)/(?P<target>\d+|Unknown)\s(?!\d{1,2}:\d\d)|-\s+\d+s\s+-\s)")
 #: A table cell: a name (header) or a number, `%` allowed.
 _CELL_NUMBER = re.compile(r"[-+]?(?:nan|inf|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)%?", re.IGNORECASE)
 _CELL_NAME = re.compile(r"[a-z_][\w./ -]*", re.IGNORECASE)
