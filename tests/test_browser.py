@@ -188,9 +188,6 @@ def test_report_loads_offline_and_its_charts_answer_the_mouse(tmp_path):
     assert seen["zoomedTogether"] and all(r == seen["zoomed"] for r in seen["zoomedTogether"])
     assert seen["reset"][0] <= first and seen["reset"][1] >= last  # double-click resets
     assert seen["toggled"][0] != seen["toggled"][1]  # log <-> linear
-    assert seen["picker"][0].startswith("lr") and any(p.startswith("seed") for p in seen["picker"][1:])  # lr first
-    assert seen["picked"] == [seen["picker"][1].split(" ")[0]] * 2 and seen["redrawn"] == [1, 1]  # both charts redrawn
-    assert seen["parallelReadout"].startswith(seen["parallelRun"] + " · lr = ")  # hovering a line names its run
     n = len(seen["smoothed"]) // 2
     assert seen["smoothed"][n:] == [True] * n  # smoothed lines shown over the faint raw ones
     assert seen["overlay"] >= 1
@@ -410,6 +407,9 @@ def test_audit_page_loads_offline_with_its_table_and_charts(audit_page, tmp_path
     assert lo < z_lo < z_hi < hi and z_hi - z_lo < 0.5 * (hi - lo)  # a drag zooms the overlay in
     assert seen["reset"] == [lo, hi]  # double-click resets
     assert seen["toggled"][0] != seen["toggled"][1]  # log <-> linear
+    assert seen["picker"][0].startswith("lr") and any(p.startswith("seed") for p in seen["picker"][1:])  # lr first
+    assert seen["picked"] == [seen["picker"][1].split(" ")[0]] * 2 and seen["redrawn"] == [1, 1]  # both charts redrawn
+    assert seen["parallelReadout"].startswith(seen["parallelRun"] + " · lr = ")  # hovering a line names its run
 
 
 def test_audit_page_fits_a_400px_phone(audit_page, tmp_path):

@@ -122,3 +122,17 @@ def test_a_nan_is_labelled_in_the_legend_not_over_the_curve():
     axes = drawn(rd)
     assert "nan in g from step 40" in [t.get_text() for t in axes[1].get_legend().get_texts()]
     assert not axes[1].texts
+
+
+def test_a_flat_loss_is_drawn_from_zero_with_the_chance_level_so_its_noise_keeps_its_size():
+    """A flat run's noise of ±0.004 zoomed to the full height read as an oscillation."""
+    from _report_fixtures import flat
+
+    rd = flat()
+    rd.findings[0].evidence["chance_level"] = 2.3026
+    loss = panels_for(rd)[0]
+    assert loss.scale == "linear" and loss.ylim[0] == 0 and loss.ylim[1] > 2.3
+    chance = [m for m in loss.marks if m.kind == "level" and "chance" in m.label]
+    assert [m.y for m in chance] == [2.3026] and chance[0].dashed
+    ax = drawn(rd)[0]
+    assert ax.get_ylim()[0] == 0 and "chance level 2.303 (ln K)" in [t.get_text() for t in ax.get_legend().get_texts()]

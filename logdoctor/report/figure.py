@@ -13,14 +13,17 @@ wrote (nothing is measured here):
   reached its floor), `onset_step`, `first_nonfinite_step`, `boundary_steps`
   (epoch boundaries), `spike_steps` (ticks along the top);
 * `clip_threshold` as a level line on the grad-norm panel, whose scale then
-  turns logarithmic if the threshold sits decades below the norms;
+  turns logarithmic if the threshold sits decades below the norms (every drawer
+  keeps level lines inside the axis);
+* `chance_level` (ln K) as a level line, so a loss stuck at chance shows it;
 * the task metric the evidence names (`task_metric`) and any other metric a
   finding is about (accuracy, reward) on a panel of their own, not on the loss axis.
 
 Scales are chosen so the evidence is visible: a panel spanning decades is
 logarithmic, unless a finding's own range (a validation rise of 0.32 -> 0.41)
 would shrink to a sliver there; then the panel is linear and its limits frame
-that range (`Panel.ylim`).
+that range (`Panel.ylim`). A panel whose curve a `flat` finding is about is
+linear from zero, so noise around a level that never moves keeps its size.
 """
 from __future__ import annotations
 
@@ -197,7 +200,7 @@ def _mark(f: Finding, panels: list[Panel]) -> None:
         for p in panels:
             if p.key == "metric" and ev.get("task_metric") in p.metrics:
                 p.marks.append(Mark("vline", f"best validation step {fmt_num(best_step)}", color, best_step, dashed=True))
-    for key, text in (("floor_step", "LR at its floor"), ("onset_step", "onset"), ("first_nonfinite_step", "first {kind}")):
+    for key, text in (("floor_step", "LR at its floor"), ("onset_step", "blow-up starts"), ("first_nonfinite_step", "first {kind}")):
         at = _num(ev.get(key))
         if at is not None:
             what = text.format(kind=ev.get("kind") or "non-finite value")
@@ -207,6 +210,9 @@ def _mark(f: Finding, panels: list[Panel]) -> None:
         xs = [float(x) for x in ev.get(key) or [] if _num(x) is not None]
         if xs:
             home.marks.append(Mark("ticks" if kind == "ticks" else "vlines", f"{text} ({len(xs)})", color, xs=xs, dashed=True))
+    chance = _num(ev.get("chance_level"))
+    if chance is not None:
+        home.marks.append(Mark("level", f"chance level {fmt_num(chance)} (ln K)", "#888888", y=chance, dashed=True))
     threshold = _num(ev.get("clip_threshold"))
     if threshold is not None:
         target = next((p for p in panels if p.key == "grad_norm"), home)
@@ -241,6 +247,11 @@ def _choose_scales(panel: Panel, findings: list[Finding]) -> None:
     if span is None or span[0] <= 0:
         return
     lo, hi = span
+    if _flat_here(panel, findings):
+        # a loss that does not move, drawn from zero: its noise keeps its true size instead of
+        # filling the height like an oscillation
+        panel.ylim = (0.0, hi * 1.08)
+        return
     if panel.key == "loss_scale":
         panel.scale = "log2"
         return
@@ -257,6 +268,11 @@ def _choose_scales(panel: Panel, findings: list[Finding]) -> None:
             panel.ylim = (0.0 if bottom < 0.5 * f_lo else bottom, f_hi + 0.5 * pad)
             return
     panel.scale = "log"
+
+
+def _flat_here(panel: Panel, findings: list[Finding]) -> bool:
+    """Whether a warning or critical `flat` finding is about a curve on this panel."""
+    return any(f.code == "flat" and f.severity in ("critical", "warning") and f.metric in panel.metrics for f in findings)
 
 
 def _focus(panel: Panel, findings: list[Finding]) -> tuple[float, float] | None:

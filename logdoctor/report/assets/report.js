@@ -154,7 +154,10 @@
       if (entry.u) entry.u.destroy();
       toggle.textContent = logMain ? "log scale ✓" : "log scale";
       var yscale = { distr: logMain ? 3 : 1, log: opt.scale === "log2" ? 2 : 10 };
+      var levels = (opt.marks || []).filter(function (m) { return m.kind === "level" && m.y !== undefined && (!logMain || m.y > 0); })
+                                     .map(function (m) { return m.y; });
       if (!logMain && opt.ylim) yscale.range = function () { return opt.ylim; };
+      else if (levels.length) yscale.range = function (u, min, max) { return withLevels(min, max, levels, logMain); };
       var series = [{ label: "step", value: function (u, v) { return v === null ? "–" : Math.round(v).toLocaleString("en"); } }];
       lines.forEach(function (l) {
         series.push({ label: smoothing ? l.label + " (raw)" : l.label, stroke: l.color, alpha: smoothing ? 0.25 : 1, width: 1, scale: l.twin ? "lr" : "y",
@@ -400,6 +403,13 @@
       (few ? [1, 2, 5] : [1]).forEach(function (m) { var v = +(m * Math.pow(10, e)).toPrecision(6); if (v >= min && v <= max) out.push(v); });
     }
     return out;
+  }
+  /* The y range of the data widened to the level lines (a clip threshold, the chance level) so none is off the axis. */
+  function withLevels(min, max, levels, log) {
+    var e = extent(levels), lo = min === null || !isFinite(min) ? e[0] : Math.min(min, e[0]), hi = max === null || !isFinite(max) ? e[1] : Math.max(max, e[1]);
+    if (log) return [lo / 1.3, hi * 1.6];
+    var pad = (hi - lo) * 0.06 || Math.abs(hi) * 0.1 || 1;
+    return [lo - pad, hi + pad];
   }
   /* Every split logSplits chose gets its label (uPlot's log filter would blank those off its own grid). */
   function everySplit(u, splits) { return splits; }
