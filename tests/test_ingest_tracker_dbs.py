@@ -2,9 +2,10 @@
 
 Each database is written once per session (MLflow's migrations alone take seconds): an lr sweep of
 three runs (one learns, one is stuck at its initial loss, one turns NaN) with a fourth run deleted,
-an empty database, a sweep of twelve for the audit's links, and the same MLflow sweep taken back to
-the schema before MLflow's `workspace` migration with MLflow's own alembic downgrade. Reading must
-never write the database, lock its writer out, or leave a file beside it.
+an empty database, one whose run logged no number, a sweep of twelve for the audit's links, and the
+same MLflow sweep taken back to the schema before MLflow's `workspace` migration with MLflow's own
+alembic downgrade. Reading must never write the database, lock its writer out, or leave a file
+beside it.
 """
 from __future__ import annotations
 
