@@ -25,7 +25,6 @@ probes can tell a finished anneal from a schedule that ran out early.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 
 import torch
 
+from ..ingest.limits import loads
 from . import ReplayError
 from .plan import fill_plan
 from .safe_load import load_file
@@ -241,8 +241,8 @@ def _read_hf_folder(folder: Path, load: Callable[[Path], Any]) -> Checkpoint:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = loads(path.read_text(encoding="utf-8"))  # bounded depth: a damaged file is one line, no RecursionError
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError, JSONDecodeError and TooDeep are ValueErrors
         raise ReplayError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ReplayError(f"{path}: expected a JSON object")

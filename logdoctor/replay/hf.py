@@ -7,9 +7,15 @@ checkpoint's tensors are loaded into it. Without `--model`, the same class
 built on the meta device (no memory, no weights) gives the parameter order
 the optimizer was built in: safetensors files store tensors sorted by name,
 so their order cannot map optimizer slots to names.
+
+What a config asks for is bounded before anything is built: a damaged config.json asking for
+100,000 layers hung `replay` while the meta-device model was built (no memory, but one Python
+module per layer). Every count of repeated modules (layers, blocks, experts, at any level of a
+composite config) is capped at MAX_REPEATS, far above any released model.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
@@ -27,11 +33,38 @@ def _transformers():
     return transformers
 
 
+#: Repeated modules (layers, blocks, experts) a config may ask for; released models have a few hundred at most.
+MAX_REPEATS = 1024
+#: Config keys that count repeated modules: `num_hidden_layers`, `n_layer`, `decoder_layers`, `depth`, `num_local_experts`.
+_REPEATS_KEY = re.compile(r"(layers?|blocks?|experts?|depths?)$", re.IGNORECASE)
+
+
+def too_many_repeats(config: Any, prefix: str = "") -> str | None:
+    """`key = value` for the first count of repeated modules past MAX_REPEATS in a config (nested
+    configs and per-stage lists included), else None."""
+    items = config.items() if isinstance(config, dict) else enumerate(config) if isinstance(config, list) else ()
+    for key, value in items:
+        name = f"{prefix}{key}"
+        counts = value if isinstance(value, list) else [value]
+        if isinstance(key, str) and _REPEATS_KEY.search(key) and any(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v > MAX_REPEATS for v in counts
+        ):
+            return f"{name} = {value if not isinstance(value, list) else max(counts)}"
+        if isinstance(value, (dict, list)):
+            found = too_many_repeats(value, f"{name}.")
+            if found:
+                return found
+    return None
+
+
 def build_from_config(config: dict[str, Any], source: str) -> nn.Module:
     """The model config.json describes, randomly initialised (ReplayError when it cannot be built)."""
     transformers = _transformers()
     if transformers is None:
         raise ReplayError("--model hf needs the transformers package: pip install transformers")
+    asked = too_many_repeats(config)
+    if asked:
+        raise ReplayError(f"--model hf: {source}/config.json asks for {asked}, more than the {MAX_REPEATS:,} repeated modules a model is built with (damaged?)")
     try:
         with quiet_torch():
             cfg = transformers.AutoConfig.for_model(**config)
