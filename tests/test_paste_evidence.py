@@ -69,3 +69,9 @@ def test_fairseq_overflow_notes_are_the_loss_scale_not_its_rounded_column(tmp_pa
         lines.append(f"2021-01-01 10:00:00 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: {scale}")
     run, found = _diagnose_lines(tmp_path, lines)
     assert found[0].code == "scaler_collapse" and found[0].evidence["scale_final"] == 128.0 / 2**12
+
+
+def test_two_closing_zero_losses_beside_nan_gradient_norms_are_enough(tmp_path):
+    """A three-line paste: 0.2051, then 0.0 / nan twice to the end."""
+    found = _hf(tmp_path, [(0.2051, "nan", 9.77e-6), (0.0, "nan", 9.76e-6), (0.0, "nan", 9.75e-6)])
+    assert found[0].code == "diverge" and found[0].evidence["nonfinite_points"] == 2

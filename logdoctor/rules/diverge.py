@@ -66,6 +66,8 @@ class Diverge(Rule):
         # isolated NaN/inf points (not a tail) count from this share of the points: an
         # occasional overflowed fp16 loss in a run that carries on learning is not a divergence
         "min_intermittent_share": 0.01,
+        # a loss printed as 0 beside a NaN / inf gradient norm, on this many points to the end
+        "min_zero_nan_grad_points": 2,
     }
     suppresses = ("oscillate", "spike", "flat", "crawl", "epoch_jumps")
 
@@ -86,12 +88,12 @@ class Diverge(Rule):
         """A loss printed as exactly 0 at every step from some step on, while the gradient norm
         logged at those steps is NaN / inf: the loss is NaN too, and the trainer prints it as 0
         (HF Trainer's `'loss': 0.0, 'grad_norm': nan` under a NaN-skipping optimizer or an fp16
-        overflow). Needs `min_points` such steps."""
+        overflow). Needs `min_zero_nan_grad_points` such steps, through to the end."""
         if grad is None:
             return None
         _, at_loss, at_grad = np.intersect1d(series.steps, grad.steps, return_indices=True)
         hit = (series.values[at_loss] == 0) & ~np.isfinite(grad.values[at_grad])
-        if hit.sum() < self.params["min_points"]:
+        if hit.sum() < self.params["min_zero_nan_grad_points"]:
             return None
         first = int(np.argmax(hit))
         if not hit[first:].all():
