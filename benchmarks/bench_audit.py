@@ -14,7 +14,12 @@ Curves are synthetic but shaped like training (noisy exponential decay, warmup +
 cosine LR, grad norm, accuracy, validation loss); runs with lr >= 0.03 blow up
 to NaN partway, so the link analysis has a real effect to find among 1,000 runs.
 
-    python benchmarks/bench_audit.py [--runs 1000] [--steps 2000] [--out benchmarks/data/audit_sweep]
+    python benchmarks/bench_audit.py [--runs 1000] [--steps 2000] [--out benchmarks/data/audit_sweep] [--jobs 1,2]
+
+Each audit reports its wall time, seconds per 1,000 runs, the seconds of its statistics (links, effects,
+importance) and the peak memory of the main process and of the largest worker. 10,000 runs, as published:
+
+    python benchmarks/bench_audit.py --runs 10000 --steps 500 --out benchmarks/data/audit_sweep_10k --jobs 2
 """
 from __future__ import annotations
 
@@ -132,15 +137,28 @@ def snapshot() -> Path:
     return folder
 
 
+#: Runs the CLI in a process that, as it exits, prints the peak resident memory of itself (the main process,
+#: which holds every run's result) and of the largest worker process it started, in KiB.
+PEAK = ("import resource, runpy, sys\n"
+        "try:\n    runpy.run_module('logdoctor', run_name='__main__')\n"
+        "finally:\n    print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
+        " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n")
+
+
 def timed(args: list[str], code: Path) -> tuple[float, dict]:
+    """Seconds, the JSON report's `audit` section, with the peak memory (MB) of the main and the largest worker
+    process added as `peak_mb`."""
     env = {**os.environ, "PYTHONPATH": str(code)}
     started = time.perf_counter()
     # run from the snapshot: `python -m` puts the working folder ahead of PYTHONPATH
-    proc = subprocess.run([sys.executable, "-m", "logdoctor", *args], capture_output=True, text=True, env=env, cwd=code)
+    proc = subprocess.run([sys.executable, "-c", PEAK, *args], capture_output=True, text=True, env=env, cwd=code)
     seconds = time.perf_counter() - started
     if proc.returncode not in (0, 1):
         raise SystemExit(f"audit failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return seconds, json.loads(proc.stdout)["audit"]
+    audit = json.loads(proc.stdout)["audit"]
+    main_kb, worker_kb = (int(x) for x in proc.stderr.rsplit("PEAK", 1)[1].split()[:2])
+    audit["peak_mb"] = {"main": round(main_kb / 1024), "largest_worker": round(worker_kb / 1024)}
+    return seconds, audit
 
 
 def main() -> None:
@@ -148,6 +166,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=HERE / "data" / "audit_sweep")
+    parser.add_argument("--jobs", default="1,2", help="Uncached audits to time, by worker count (10,000 runs: 2).")
     args = parser.parse_args()
     generate(args.out, args.runs, args.steps)
     size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
@@ -172,10 +191,14 @@ def run_all(args, sweep: str, size: int, code: Path) -> None:
                "load_average_before": round(os.getloadavg()[0], 2)}
     cache = f"{sweep}-cache"  # beside the sweep, emptied first: the first cached audit fills it
     shutil.rmtree(cache, ignore_errors=True)
-    for jobs in (1, 2):
+    for jobs in (int(j) for j in args.jobs.split(",")):
         seconds, audit = timed(["audit", sweep, "-f", "json", "--no-cache", "--jobs", str(jobs)], code)
         results[f"jobs{jobs}_s"] = round(seconds, 2)
-        print(f"--jobs {jobs}, no cache: {seconds:.1f} s  ({audit['run_count']} runs, {audit['by_status']})")
+        results[f"jobs{jobs}_s_per_1000"] = round(seconds * 1000 / args.runs, 2)
+        results[f"jobs{jobs}_analysis_s"] = audit["stats"].get("analysis_seconds")
+        results[f"jobs{jobs}_peak_mb"] = audit["peak_mb"]
+        print(f"--jobs {jobs}, no cache: {seconds:.1f} s, {seconds * 1000 / args.runs:.1f} s per 1,000 runs, statistics "
+              f"{audit['stats'].get('analysis_seconds')} s, peak {audit['peak_mb']} MB ({audit['run_count']} runs, {audit['by_status']})")
     seconds, audit = timed(["audit", sweep, "-f", "json", "--jobs", "2", "--cache-dir", cache], code)
     print(f"--jobs 2, filling the cache: {seconds:.1f} s (read {audit['stats']['read']})")
     filled = _entry(Path(cache))
@@ -183,6 +206,7 @@ def run_all(args, sweep: str, size: int, code: Path) -> None:
     if audit["stats"]["read"]:
         print(f"warning: the cached re-audit re-read runs; one entry before: {filled}, after: {_entry(Path(cache))}")
     results["cached_s"] = round(seconds, 2)
+    results["cached_peak_mb"] = audit["peak_mb"]
     results["cached_reads"] = audit["stats"]["read"]
     print(f"cached re-audit: {seconds:.1f} s (read {audit['stats']['read']}, cached {audit['stats']['cached']})")
     for folder in sorted(p for p in args.out.iterdir() if p.is_dir() and not p.name.startswith("."))[:10]:
@@ -193,10 +217,12 @@ def run_all(args, sweep: str, size: int, code: Path) -> None:
     results["ten_changed_s"] = round(seconds, 2)
     results["ten_changed_reads"] = audit["stats"]["read"]
     print(f"10 runs touched: {seconds:.1f} s (read {audit['stats']['read']})")
-    results["links"] = [link["text"] for link in audit["links"]]
+    results["links"] = [e["text"] for e in audit.get("effects", [])] + [link["text"] for link in audit["links"]]
+    results["importance"] = audit.get("importance")
     for text in results["links"]:
         print("  link:", text)
-    (HERE / "data" / "bench_audit.json").write_text(json.dumps(results, indent=1))
+    print("  importance:", results["importance"])
+    (HERE / "data" / f"bench_audit_{args.runs}.json").write_text(json.dumps(results, indent=1))
     results["load_average_after"] = round(os.getloadavg()[0], 2)
     print(json.dumps({k: v for k, v in results.items() if k != "links"}))
 

@@ -108,10 +108,12 @@ def audit(
         how = execute(todo, config, done, jobs=jobs, scheduler=scheduler)
         results = [r for task in tasks for r in outputs[id(task)].results]
         errors = [e for task in tasks for e in outputs[id(task)].errors]
+        analysed = time.perf_counter()
         links = find_links(results)
         swept = swept_settings(results)
         effects = find_effects(results, swept, rank_by)
         importance = rank_settings(results, swept, effects, rank_by)
+        analysed = time.perf_counter() - analysed
     except KeyboardInterrupt:
         raise Interrupted(len(outputs), len(tasks), cache is not None) from None
     stats = {
@@ -122,6 +124,8 @@ def audit(
         "scheduler": scheduler,
         "executor": how,
         "seconds": round(time.perf_counter() - started, 3),
+        #: of which the statistics: links, effects and the importance ranking
+        "analysis_seconds": round(analysed, 3),
     }
     return AuditReport(root=str(path), results=results, errors=errors, links=links, rank_by=rank_by, stats=stats,
                        effects=effects, importance=importance)
