@@ -45,13 +45,17 @@ def _scaled(means: np.ndarray) -> np.ndarray:
     if finite.min() > 0 and finite.max() / finite.min() > 100:
         vals = np.log10(means)
         finite = np.log10(finite)
+    span = np.abs(finite).max()
+    if span > 1e300:  # values near the float maximum: their differences would overflow to inf
+        vals, finite = vals / span, finite / span
     lo, hi = finite.min(), finite.max()
     floor = MIN_RELATIVE_SPAN * max(abs(lo), abs(hi))
     if hi - lo < floor:  # a curve that barely moves is drawn nearly flat, not stretched to full height
         lo, hi = (lo + hi - floor) / 2, (lo + hi + floor) / 2
     if hi - lo <= 1e-300:
         return np.where(np.isfinite(vals), 0.5, np.nan)
-    return (vals - lo) / (hi - lo)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(vals), (vals - lo) / (hi - lo), np.nan)  # a bucket whose mean overflowed is blank
 
 
 def sparkline(series: Series | None, width: int = 24) -> str:
