@@ -115,18 +115,25 @@ def _params(conn: sqlite3.Connection, uuids: set[str]) -> dict[str, dict[str, An
     return out
 
 
-#: Rows turned into a frame at a time: Python's row tuples for all of a million-point database
-#: cost 500 MB at once, in batches 180 MB (and 20 % less CPU).
+#: Rows read by one SELECT: the shared lock a SELECT holds makes MLflow's commit wait (up to its
+#: busy_timeout of 20 s, then "database is locked" in the training script), so a large table is
+#: read in short statements (0.1-0.3 s each), each taking up where the last stopped, and the writer
+#: commits between them. Also what bounds memory: a million rows' Python tuples at once cost
+#: 500 MB, in batches 180 MB.
 _BATCH = 100_000
-_ROW_SCHEMA = {"run": pl.String, "metric": pl.String, "value": pl.Float64, "wall_time": pl.Float64, "step": pl.Int64, "is_nan": pl.Boolean}
+_ROW_SCHEMA = {
+    "rowid": pl.Int64, "run": pl.String, "metric": pl.String, "value": pl.Float64, "wall_time": pl.Float64, "step": pl.Int64,
+    "is_nan": pl.Boolean,
+}
 
 
 def _metrics(conn: sqlite3.Connection) -> dict[str, pl.DataFrame]:
     """Each run's metric rows in logging order (rowid), as tidy columns."""
-    cursor = conn.execute("SELECT run_uuid, key, value, timestamp, step, is_nan FROM metrics ORDER BY rowid")
-    parts = []
-    while batch := cursor.fetchmany(_BATCH):
-        parts.append(pl.DataFrame(batch, schema=_ROW_SCHEMA, orient="row").with_columns(pl.col("run", "metric").cast(pl.Categorical)))
+    parts, last = [], 0
+    query = "SELECT rowid, run_uuid, key, value, timestamp, step, is_nan FROM metrics WHERE rowid > ? ORDER BY rowid LIMIT ?"
+    while batch := conn.execute(query, (last, _BATCH)).fetchall():
+        last = batch[-1][0]
+        parts.append(pl.DataFrame(batch, schema=_ROW_SCHEMA, orient="row").drop("rowid").with_columns(pl.col("run", "metric").cast(pl.Categorical)))
     if not parts:
         return {}
     raw = pl.concat(parts)

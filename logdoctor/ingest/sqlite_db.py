@@ -6,16 +6,18 @@ files beside it that were not there before. The standard library's `sqlite3` rea
 tracker needs to be installed.
 
 * Rollback-journal mode (MLflow's): opened `mode=ro` in autocommit, so each SELECT holds a shared
-  lock only while it steps; a writer's commit waits that long (writers retry while busy), and a
-  writer holding its lock makes the read wait `BUSY_TIMEOUT_S`, then say so in one line.
+  lock only while it steps; a writer's commit waits that long (writers retry while busy; readers
+  keep their statements short), and a writer holding its lock makes the read wait
+  `BUSY_TIMEOUT_S`, then say so in one line.
 * WAL mode (trackio's) with a `-wal` file beside it: a writer has it open (or died with it open).
   `mode=ro` reads the last committed state through the existing `-wal` and `-shm` files and never
   blocks the writer.
 * WAL mode without a `-wal` file: no writer, every page in the main file. `mode=ro` would create
   empty `-wal` and `-shm` files beside it and, being read-only, leave them there, so it is opened
   `mode=ro&immutable=1` (no lock, no file). The trade-off: rows a writer that starts during the read
-  commits are not seen, and a checkpoint rewriting pages under the read would show as a damaged
-  database (one line); a read takes well under the 1,000 pages a checkpoint waits for.
+  commits are not seen (they go to a new `-wal` first), and the main file changes under the read
+  only if that writer checkpoints, by default after 1,000 pages of WAL; should that happen, the
+  read may fail as a damaged database (one line), and the next read sees it whole.
 """
 from __future__ import annotations
 
