@@ -23,8 +23,7 @@ to diverge. This module asks the plain question first, for every run:
 Any of these makes the run one that did not learn, whatever else fired; the
 likeliest failure is then named and ranked first (`diagnose`): diverge when
 the loss rose well above its start and stayed there, oscillate when it
-bounces, flat when it sat still, crawl when it fell steadily but ended at
-chance, overfit when only validation never improved (val_metric_constant
+bounces, flat when it sat still or ended at chance, overfit when only validation never improved (val_metric_constant
 when it repeated itself bit for bit while training fell), val_metric_constant when
 an accuracy sat at 0 throughout while the loss says the model is far better
 than that (a broken metric, not a broken run). A run logging several parts
@@ -144,7 +143,9 @@ def judge(view: RunView) -> Learning:
     if no_lower and not window:
         peak = _validation_learned_once(view, loss, levels)
         if peak is not None:
-            return Learning(True, peak, evidence=evidence)
+            # it learned, then lost it: the loss thrown back up by the optimiser (oscillate, or the
+            # diverge a rule found), a warning, never "did not learn"
+            return Learning(True, peak, "oscillate", loss, confidence, steps, evidence)
         rose = levels.end - levels.start > max(noise, ROSE_SHARE * abs(levels.start))
         blew_up = curves.nonfinite(loss) is not None
         code = "diverge" if rose or blew_up else "oscillate" if levels.bounce > BOUNCE_SHARE else "flat"
@@ -154,7 +155,7 @@ def judge(view: RunView) -> Learning:
         return Learning(False, reason, code, loss, confidence, steps, {**evidence, "claim": claim}, "critical")
     if chance is not None:
         reason, extra = chance
-        code = "crawl" if _still_falling(loss) and levels.start > extra["chance_level"] + 2 * extra["chance_tolerance"] else "flat"
+        code = "flat"  # at chance at the end, whatever its path there: nothing learned beyond the class prior
         return Learning(False, reason, code, loss, max(confidence, 0.85), steps, {**evidence, **extra, "claim": "at_chance"}, "critical")
     metric = next((m for m in (view.series("val_acc"), view.series("train_acc")) if m is not None and _ends_at_zero(m)), None)
     if metric is not None:
@@ -301,7 +302,10 @@ def _validation_learned_once(view: RunView, loss: Series, train: _Levels) -> str
         return None
     y = val.values[val.finite]
     best = float(np.min(y))
-    if best < LEARNED_ONCE_SHARE * train.start:
+    # ...and lost at least half of that gain again by its end (a validation loss that sits below the
+    # training loss, as with dropout, lost nothing)
+    lost = levels.end >= best + 0.5 * (train.start - best)
+    if best < LEARNED_ONCE_SHARE * train.start and lost:
         at = int(val.steps[val.finite][int(np.argmin(y))])
         return f"{val.name} reached {best:.4g} at step {at}, far below the training loss's first level {train.start:.4g}, before it worsened"
     return None
