@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..curves import values_at
 from ..model import Series
 from ..roles import tokens
 from ..view import RunView
@@ -49,10 +48,10 @@ def on_run_steps(series: Series, own: Series | None, run: Series | None) -> Seri
     the last one logged there (as a re-logged step reads). None when no point lands."""
     if own is None and run is None:
         return series
-    at = values_at(own, series.steps)
-    run_counter = _increasing(run)
-    if run_counter is None:
+    own_counter, run_counter = _increasing(own), _increasing(run)
+    if own_counter is None or run_counter is None:
         return None
+    at = _counter_at(series.steps.astype(np.float64), *own_counter)
     xs, steps = run_counter
     inside = np.isfinite(at) & (at >= xs[0]) & (at <= xs[-1])
     if not inside.any():
@@ -61,6 +60,15 @@ def on_run_steps(series: Series, own: Series | None, run: Series | None) -> Seri
     values = series.values[inside]
     last = np.r_[placed[1:] != placed[:-1], True]  # placed is non-decreasing: a counter never runs back
     return Series(series.name, placed[last], values[last])
+
+
+def _counter_at(steps: np.ndarray, values: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """The counter read at `steps` between the steps where each of its values was first logged
+    (NaN outside them): an epoch counted 0, 0, 1, 1, … reads 0.5 halfway through epoch 0, so the
+    points of one epoch keep their order instead of collapsing onto its first step."""
+    out = np.interp(steps, first, values)
+    out[(steps < first[0]) | (steps > first[-1])] = np.nan
+    return out
 
 
 def _increasing(series: Series | None) -> tuple[np.ndarray, np.ndarray] | None:

@@ -64,7 +64,14 @@ class MetricComparison:
 
 
 def compare_metric(role: str, run: Series, baselines: list[Series]) -> MetricComparison | None:
-    """The verdict for one metric, or None when the sides share too few points to compare."""
+    """The verdict for one metric, or None when the sides share too few points to compare.
+
+    Every side is cut to the steps all of them logged before it is smoothed: a run that goes on
+    after its baseline stopped would otherwise be read, at the common end, through points the
+    baseline never had."""
+    lo = max(int(s.steps[0]) for s in (run, *baselines))
+    hi = min(int(s.steps[-1]) for s in (run, *baselines))
+    run, baselines = _within(run, lo, hi), [_within(b, lo, hi) for b in baselines]
     base_curves = [c for c in (curve(b) for b in baselines) if c is not None]
     if not base_curves:
         return None
@@ -108,6 +115,12 @@ def compare_metric(role: str, run: Series, baselines: list[Series]) -> MetricCom
         tolerance=float((b.centre[-1] - b.lo[-1]) if up else (b.hi[-1] - b.centre[-1])),
         band=b,
     )
+
+
+def _within(series: Series, lo: int, hi: int) -> Series:
+    """The part of a series logged at steps lo..hi."""
+    keep = (series.steps >= lo) & (series.steps <= hi)
+    return series if keep.all() else Series(series.name, series.steps[keep], series.values[keep])
 
 
 def _broken_at(run: Series, baselines: list) -> int | None:
