@@ -39,6 +39,9 @@ MAX_ROWS = 1000
 TREES = 30
 FOLDS = 3
 REPEATS = 3
+#: The importance line names settings with at least this share, at most SHOWN of them.
+SHOWN_SHARE = 0.01
+SHOWN = 6
 #: Fewer runs than this: no ranking (a forest on a handful of runs ranks noise).
 MIN_RUNS = 8
 FOREST = "random-forest permutation importance, scikit-learn"
@@ -59,8 +62,13 @@ class Importance:
 
     @property
     def text(self) -> str:
-        ranked = ", ".join(f"{k} {v:.2f}" for k, v in self.shares.items())
-        return f"Importance for {self.outcome}: {ranked} ({self.method})."
+        """The settings that carry at least `SHOWN_SHARE` of the importance (at most `SHOWN`), and how many others do not."""
+        shown = [(k, v) for k, v in self.shares.items() if v >= SHOWN_SHARE][:SHOWN]
+        if not shown:
+            return f"Importance for {self.outcome}: no setting helps predict it ({self.method})."
+        rest = len(self.shares) - len(shown)
+        tail = f"; {rest} other setting{'s' if rest > 1 else ''} less" if rest else ""
+        return f"Importance for {self.outcome}: {', '.join(f'{k} {v:.2f}' for k, v in shown)}{tail} ({self.method})."
 
     def to_json(self) -> dict[str, Any]:
         return {"outcome": self.outcome, "method": self.method, "shares": {k: round(v, 4) for k, v in self.shares.items()}}
