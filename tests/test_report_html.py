@@ -61,6 +61,21 @@ def test_chart_data_carry_the_figure_description_thinned():
     assert any(m["kind"] == "vline" and m["x0"] == 1450 for m in loss["marks"])  # first NaN
 
 
+def test_a_run_that_turns_inf_keeps_its_whole_step_range_on_the_chart():
+    """A run that went to inf at step 20 of 300 had its chart stop at step 20 (analyze cards and
+    the audit's, whose thinned curves stopped at the first inf): its last step now ends the line, as a gap."""
+    from logdoctor.audit.result import thin_curve
+
+    steps = np.arange(300)
+    loss = np.where(steps < 20, 2.3 * np.exp(steps / 3), np.inf)
+    thinned = thin_curve(steps, loss)
+    assert thinned["steps"][-1] == 299 and thinned["steps"][:21] == list(range(21))
+    rd = healthy("blown")
+    rd.run.scalars = frame({"train/loss": (steps, loss)})
+    line = charts(render_html(Diagnosis("runs/", [rd])))[1]["panels"][0]["lines"][0]
+    assert np.cumsum(line["dx"])[-1] == 299 and line["y"][-1] is None and line["y"][19] is not None
+
+
 def test_index_is_ordered_by_severity_and_links_to_each_run():
     html = render_html(mixed())
     index = html[html.index('<table class="index">'): html.index("</table>")]

@@ -154,8 +154,9 @@ def loss_curves(series: dict[str, tuple[np.ndarray | None, np.ndarray | None]]) 
 
 def thin_curve(steps: np.ndarray, values: np.ndarray, points: int = CURVE_POINTS) -> dict[str, list]:
     """At most `points` finite points (each bucket's min and max: `plots.downsample`), values cut to
-    `CURVE_DIGITS` significant digits, plus the first non-finite point when there is one, so the
-    page still shows where a diverged run turned NaN / inf."""
+    `CURVE_DIGITS` significant digits, plus the first non-finite point when there is one (and the
+    last, when it stays so to the end), so the page still shows where a diverged run turned NaN /
+    inf and how long it ran."""
     from ..curves import first_nonfinite
     from ..report.plots import downsample
 
@@ -168,6 +169,9 @@ def thin_curve(steps: np.ndarray, values: np.ndarray, points: int = CURVE_POINTS
         at = int(np.searchsorted(out_x, int(steps[bad])))
         out_x.insert(at, int(steps[bad]))
         out_y.insert(at, float(values[bad]))
+        if not np.isfinite(values[-1]) and int(steps[-1]) > out_x[-1]:  # NaN / inf to the end: the run's last step too
+            out_x.append(int(steps[-1]))
+            out_y.append(float(values[-1]))
     return {"steps": out_x, "values": out_y}
 
 

@@ -67,14 +67,23 @@ def _panel(p: Panel) -> dict:
 
 
 def _line(line: Line) -> dict:
-    x, y = downsample(line.series.steps, line.series.values, CHART_POINTS)
+    steps = line.series.steps
+    x, y = downsample(steps, line.series.values, CHART_POINTS)
+    ys: list[float | None] = [float(f"{v:.{DIGITS}g}") for v in y]
+    # a run that is NaN / inf before its first or after its last finite point still spans all its steps
+    # (a gap there), so the x-axis never stops at step 20 of a 300-step run that blew up
+    finite = line.series.finite
+    if len(steps) and not finite[-1]:
+        x, ys = np.append(x, steps[-1]), ys + [None]
+    if len(steps) and not finite[0]:
+        x, ys = np.insert(x, 0, steps[0]), [None] + ys
     return {
         "key": overlay_key(line),
         "label": line.label,
         "color": line.color,
         "twin": line.twin,
         **_steps(x),
-        "y": [float(f"{v:.{DIGITS}g}") for v in y],
+        "y": ys,
     }
 
 
