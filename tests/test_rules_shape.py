@@ -417,6 +417,17 @@ def test_epoch_sawtooth_fires_with_and_without_an_epoch_counter():
     assert fired(diagnose(synthetic({"train_loss": (x, y)})))["epoch_jumps"].evidence["points_per_epoch"] == per
 
 
+@pytest.mark.parametrize("jump, severity", [(1.25, "warning"), (0.5, "info")])
+def test_a_spike_that_more_than_doubles_the_loss_warns_even_when_the_first_loss_was_huge(jump, severity):
+    """A LoRA run starting at 11.6 and ending at 0.55: a jump from 5.4 to 12 at step 42 is a small
+    share of the progress but doubles the loss where it strikes; half that jump stays a remark."""
+    x = np.arange(320)
+    y = 0.55 + 11.0 * np.exp(-x / 60) + 0.05 * np.random.default_rng(11).standard_normal(320)
+    y[42:44] += jump * y[42]
+    [spike] = [f for f in diagnose(synthetic({"train/loss": (x, y)})) if f.code == "spike"]
+    assert spike.severity == severity
+
+
 def test_a_three_epoch_staircase_of_memorisation_is_epoch_jumps():
     """An LLM's 3-epoch SFT: level 1.1 through epoch 1, 0.65 through epoch 2, 0.3 through epoch 3."""
     per = 400

@@ -66,6 +66,10 @@ class Spike(Rule):
         # warning (not info) when the spikes' heights, each as a share of the progress and
         # capped at 1, add up to this: one spike back to the starting loss, or several smaller
         "warn_mass": 1.0,
+        # ...or when the largest spike is at least this multiple of the local level above it, and
+        # this many robust sigmas
+        "warn_over_level": 1.0,
+        "warn_over_level_sigmas": 20.0,
         # the opening share of the run is ignored: the first steps from init are not a settled level
         "skip_start": 0.05,
         # a broad excursion: the smoothed loss climbs this share of its start level (and this many
@@ -100,16 +104,27 @@ class Spike(Rule):
             base = h.center[peak]
             if np.min(after) > base + self.params["recover_to"] * height[peak]:
                 continue  # did not come back: a level shift, not a spike
-            spikes.append((peak, float(height[peak]), float(h.score[peak])))
+            spikes.append((peak, float(height[peak]), float(h.score[peak]), stop - start))
         if not spikes:
             found = self._excursion(series, c)
             return [found] if found else []
         top = max(spikes, key=lambda s: s[1])
         tall = top[1] / ref
-        mass = sum(min(1.0, h / ref) for _, h, _ in spikes)
-        warn = mass >= self.params["warn_mass"]
+        mass = sum(min(1.0, s[1] / ref) for s in spikes)
+        # ...or one spike at least doubles the loss where it strikes, far beyond its noise, over two
+        # logged points or more: on a run
+        # whose first loss was huge (11.6 -> 0.55) a jump 5.4 -> 12 is a small share of the progress
+        # and still the event a reader sees first
+        local = float(h.center[top[0]])
+        doubles = (
+            local > 0
+            and top[1] >= self.params["warn_over_level"] * local
+            and top[2] >= self.params["warn_over_level_sigmas"]
+            and top[3] >= 2  # held over two logged points at least: one hard batch is batch noise
+        )
+        warn = mass >= self.params["warn_mass"] or doubles
         confidence = 0.5 + 0.45 * min(1.0, mass / (2 * self.params["warn_mass"])) * curves.sigmoid((top[2] - self.params["k_sigma"]) / 2)
-        steps = [_peak_step(series, c, p) for p, _, _ in spikes]
+        steps = [_peak_step(series, c, s[0]) for s in spikes]
         return [
             self.finding(
                 series,
