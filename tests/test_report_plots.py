@@ -136,3 +136,20 @@ def test_a_flat_loss_is_drawn_from_zero_with_the_chance_level_so_its_noise_keeps
     assert [m.y for m in chance] == [2.3026] and chance[0].dashed
     ax = drawn(rd)[0]
     assert ax.get_ylim()[0] == 0 and "chance level 2.303 (ln K)" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_a_loss_logged_in_parts_shows_every_part_and_an_aggregate_is_not_a_part():
+    """A YOLO run showed its box loss alone, as if it were the loss."""
+    from logdoctor.roles import assign_roles, primary
+
+    steps = np.arange(100)
+    names = ["train/box_loss", "train/cls_loss", "train/dfl_loss", "val/box_loss", "val/cls_loss"]
+    run = _run("yolo", {n: (steps, np.linspace(2, 1, 100) + i) for i, n in enumerate(names)})
+    roles = primary(assign_roles(run.metrics))
+    loss = panels_for(RunDiagnosis(run, roles, []))[0]
+    assert [line.label for line in loss.lines] == [
+        "train: train/box_loss", "train: train/cls_loss", "train: train/dfl_loss", "val: val/box_loss", "val: val/cls_loss",
+    ]
+    assert len({line.color for line in loss.lines}) == len(loss.lines)
+    lightning = _run("pl", {"train_loss_step": (steps, np.linspace(2, 1, 100)), "train_loss_epoch": (steps[::10], np.linspace(2, 1, 10))})
+    assert [line.label for line in panels_for(RunDiagnosis(lightning, {"train_loss": "train_loss_step"}, []))[0].lines] == ["train: train_loss_step"]

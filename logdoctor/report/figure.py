@@ -4,6 +4,10 @@ One description, two drawers: `plots.py` draws it with matplotlib (the
 Markdown report's PNGs) and `html.py` hands it to the page as JSON (drawn
 by uPlot in the browser). So both reports show the same evidence.
 
+The loss panel shows the train and validation loss, and where a loss is logged
+in parts (YOLO's box / cls / dfl losses, a GAN's, PPO's), every part in a shade
+of its role's colour, so one part never stands for the whole.
+
 Finding-first: a finding draws its own evidence, read from what the rule
 wrote (nothing is measured here):
 
@@ -27,6 +31,7 @@ linear from zero, so noise around a level that never moves keeps its size.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +52,12 @@ LINE_COLOR = {
     "other": "#444444",
 }
 NONFINITE_COLOR = "#b00020"
+#: Shades for the other parts of a loss logged in parts, per role (the first part has the role's colour).
+PART_COLORS = {"train_loss": ["#5b8fd6", "#0b2a66", "#93b8ea", "#2f6db5"], "val_loss": ["#f4a259", "#a34a00", "#f7c08a", "#c96b1a"]}
+#: Parts of one loss drawn beside its primary metric at most.
+MAX_PARTS = 4
+#: How a logger names the same loss aggregated another way (per step, per epoch, averaged).
+_AGGREGATE = re.compile(r"[_/.-]?(step|epoch|avg|mean|ema|smoothed?)$", re.I)
 #: A panel spanning more than this ratio (max / min, all values positive) is drawn on a log scale.
 LOG_SPAN = 100
 #: ... unless the focused finding's own range would take less than this share of its height.
@@ -133,6 +144,11 @@ def panels_for(rd: RunDiagnosis, compact: bool = False) -> list[Panel]:
         s = get(rd.roles.get(role))
         if s is not None:
             loss.lines.append(line(role, s))
+        # a loss logged in parts (YOLO's box, cls and dfl; a GAN's; PPO's) shows every part, not the first alone
+        parts = [get(n) for n in _loss_parts(rd.roles.get(role), view.all_roles.get(role, []))]
+        for n, s in enumerate(p for p in parts if p is not None):
+            shade = PART_COLORS[role][n % len(PART_COLORS[role])]
+            loss.lines.append(Line("other", s, _label(role, s.name), shade))
     panels = [loss]
     for role, ylabel in (("grad_norm", "grad norm"), ("loss_scale", "loss scale")):
         s = get(rd.roles.get(role))
@@ -163,6 +179,16 @@ def panels_for(rd: RunDiagnosis, compact: bool = False) -> list[Panel]:
         _nonfinite_marks(p)
         _choose_scales(p, rd.findings)
     return panels
+
+
+def _loss_parts(primary: str | None, names: list[str]) -> list[str]:
+    """The other metrics of a loss role that are parts of the loss beside the primary one (at most
+    `MAX_PARTS`), not the same loss aggregated another way (`train_loss_epoch` beside
+    `train_loss_step`, `Loss/Train` beside `Loss/Train_Step`)."""
+    if primary is None:
+        return []
+    base = _AGGREGATE.sub("", primary)
+    return [n for n in names if n != primary and _AGGREGATE.sub("", n) != base][:MAX_PARTS]
 
 
 def _finding_metrics(findings: list[Finding]) -> list[str]:
