@@ -131,6 +131,13 @@ def test_aligned_on_the_epoch_both_runs_log_the_verdicts_stand(runs):
     assert verdicts(compare(runs["lr_tenth"], [runs["base_csv"]], axis="epoch"))["val_loss"] == BEHIND
 
 
+@pytest.mark.parametrize("name", ["mlf_overfit_charlm_small_corpus", "wb_oscillate_adam_small_batch_lr_high", "pl_epoch_jumps_charlm_repeated_data"])
+def test_a_sample_run_against_itself_is_level_aligned_on_its_epoch_counter(name):
+    # an epoch logged 0, 0, …, 1, 1, … is read between epoch starts: the points of one epoch keep their steps
+    cmp = compare(SAMPLES / name, [SAMPLES / name], axis="epoch")
+    assert cmp.metrics and all(m.verdict == LEVEL and m.end.change == 0 for m in cmp.metrics)
+
+
 def test_a_baseline_counted_in_twice_the_samples_per_step_is_placed_at_the_run_step_of_the_same_count():
     # the baseline's batch is twice the run's: its step 50 has seen what the run sees at step 100
     steps = np.arange(0, 101, dtype=np.int64)
@@ -167,7 +174,10 @@ def test_html_overlays_the_runs_with_the_band_and_marks_the_departure(runs, tmp_
     page = out.read_text()
     spec = json.loads(page.split('id="chart-comparison">', 1)[1].split("</script>", 1)[0])
     val = next(p for p in spec["panels"] if p["key"] == "val_loss")
-    assert [line["label"] for line in val["lines"]] == ["run: lr_tenth", "baseline: base", "band low", "band high"]
+    assert [line["label"] for line in val["lines"]] == [
+        "run: lr_tenth, logged", "baseline: base, logged", "run: lr_tenth", "baseline: base", "band low", "band high"]
+    logged = val["lines"][0]
+    assert len(logged["dx"]) == 15 and logged["y"][-1] == pytest.approx(float(f"{RunView(load_runs(runs['lr_tenth'])[0][0]).series('val_loss').values[-1]:.4g}"))
     assert {(m["kind"], m["x0"]) for m in val["marks"]} == {("band", 19), ("vline", 19)}
     assert "behind from step 19" in page and "<script src" not in page
 

@@ -48,6 +48,10 @@ class Band:
     lo: np.ndarray
     hi: np.ndarray
     baselines: tuple[np.ndarray, ...]  # each baseline's smoothed level
+    #: What was logged, before smoothing: the run's points on the grid (NaN with no run curve) and each
+    #: baseline's (steps, values) inside the shared range (bucket medians of a long series).
+    run_points: np.ndarray
+    baseline_points: tuple[tuple[np.ndarray, np.ndarray], ...]
     #: "seeds" when several baselines span the band, "noise" when one baseline and the runs' noise do.
     source: str
 
@@ -111,4 +115,6 @@ def band(run: Curve | None, baselines: list[Curve]) -> Band | None:
         hi=stack.max(axis=0) + margin,
         baselines=levels,
         source="seeds" if len(baselines) > 1 else "noise",
+        run_points=run.y[inside] if run is not None else np.full(len(grid), np.nan),
+        baseline_points=tuple((b.steps[k], b.y[k]) for b in baselines for k in [(b.steps >= lo_step) & (b.steps <= hi_step)]),
     )

@@ -94,7 +94,7 @@ def compare_metric(role: str, run: Series, baselines: list[Series]) -> MetricCom
     else:
         verdict = BEHIND if worse[-1] else AHEAD if better[-1] else LEVEL
         outside = worse if verdict == BEHIND else better if verdict == AHEAD else None
-        departs = None if outside is None else _step(b, _stays_from(outside))
+        departs = None if outside is None else _step(b, _departure(b, outside, up if verdict == AHEAD else not up))
         end = Level(float(b.run[-1]), float(b.centre[-1]), _step(b, -1), _step(b, -1))
     pick = np.nanargmax if up else np.nanargmin
     run_best = int(pick(b.run)) if np.isfinite(b.run).any() else None
@@ -136,6 +136,21 @@ def _stays_from(outside: np.ndarray) -> int:
     """First index from which every later one is outside (the last one is)."""
     inside = np.flatnonzero(~outside)
     return int(inside[-1]) + 1 if len(inside) else 0
+
+
+def _departure(b: Band, outside: np.ndarray, above: bool) -> int:
+    """Where the run departs: the first index from which its smoothed level stays outside the band,
+    moved on to the first point logged there outside it too. A rolling median near the start already
+    reads the points after it, so two runs that start from one loss part, smoothed, at step 0; what
+    was logged says when they part (the run's point beyond every baseline's point there by the band's
+    margin)."""
+    i = _stays_from(outside)
+    logged = np.vstack([np.interp(b.steps[i:], steps, values) for steps, values in b.baseline_points])
+    if above:
+        beyond = b.run_points[i:] > logged.max(axis=0) + (b.hi - np.vstack(b.baselines).max(axis=0))[i:]
+    else:
+        beyond = b.run_points[i:] < logged.min(axis=0) - (np.vstack(b.baselines).min(axis=0) - b.lo)[i:]
+    return i + int(np.argmax(beyond)) if beyond.any() else i
 
 
 def _step(b: Band, i: int) -> int:

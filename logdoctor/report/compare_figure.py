@@ -1,7 +1,8 @@
 """What a comparison's figure shows, as data: one panel per compared metric.
 
 Each panel overlays what the verdict read (`compare.band.Band`): the run's smoothed level,
-each baseline's, and the band's edges, on the run's steps; where the run departs, a
+each baseline's, and the band's edges, on the run's steps, with what each side logged
+drawn faint behind; where the run departs, a
 vertical mark, and the stretch from there to the end shaded. The HTML page draws it with
 uPlot (`charts.panels_spec`); the Markdown PNGs (`compare_plots`) draw the same arrays.
 """
@@ -17,6 +18,8 @@ from .figure import Line, Mark, Panel
 RUN_COLOR = "#d62728"
 BASELINE_COLORS = ("#1f77b4", "#4a90d9", "#6baed6", "#2c7fb8", "#08519c")
 BAND_COLOR = "#9ecae1"
+#: The logged points are drawn faint behind the smoothed levels the verdict read (hex alpha).
+LOGGED_ALPHA = "55"
 DEPARTS_COLOR = {BEHIND: "#d62728", "ahead": "#2e7d32"}
 
 
@@ -29,9 +32,13 @@ def _series(name: str, steps: np.ndarray, values: np.ndarray) -> Series:
 
 def metric_panel(cmp: Comparison, m: MetricComparison) -> Panel:
     b = m.band
-    lines = [Line("metric", _series(m.run_metric, b.steps, b.run), f"run: {cmp.run.run.name}", RUN_COLOR)]
-    for i, (rd, level) in enumerate(zip(cmp.baselines, b.baselines)):
-        lines.append(Line("other", _series(rd.run.name, b.steps, level), f"baseline: {rd.run.name}", BASELINE_COLORS[i % len(BASELINE_COLORS)]))
+    colors = [BASELINE_COLORS[i % len(BASELINE_COLORS)] for i in range(len(cmp.baselines))]
+    lines = [Line("logged", _series(m.run_metric, b.steps, b.run_points), f"run: {cmp.run.run.name}, logged", RUN_COLOR + LOGGED_ALPHA)]
+    for rd, (steps, values), color in zip(cmp.baselines, b.baseline_points, colors):
+        lines.append(Line("logged", _series(rd.run.name, steps, values), f"baseline: {rd.run.name}, logged", color + LOGGED_ALPHA))
+    lines.append(Line("metric", _series(m.run_metric, b.steps, b.run), f"run: {cmp.run.run.name}", RUN_COLOR))
+    for rd, level, color in zip(cmp.baselines, b.baselines, colors):
+        lines.append(Line("other", _series(rd.run.name, b.steps, level), f"baseline: {rd.run.name}", color))
     lines.append(Line("other", _series("band low", b.steps, b.lo), "band low", BAND_COLOR))
     lines.append(Line("other", _series("band high", b.steps, b.hi), "band high", BAND_COLOR))
     marks = []

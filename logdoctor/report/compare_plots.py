@@ -22,7 +22,8 @@ def metric_png(cmp: Comparison, m: MetricComparison) -> bytes:
         ax.fill_between(edges[0].series.steps, edges[0].series.values, edges[1].series.values, color=BAND_COLOR, alpha=0.35, lw=0, label="band")
     for line in panel.lines:
         if line.color != BAND_COLOR:
-            ax.plot(line.series.steps, line.series.values, color=line.color, lw=1.6 if line.role == "metric" else 1.1, label=line.label)
+            width = {"metric": 1.8, "logged": 0.7}.get(line.role, 1.2)
+            ax.plot(line.series.steps, line.series.values, color=line.color, lw=width, label=None if line.role == "logged" else line.label)
     for mark in panel.marks:
         if mark.kind == "band":
             ax.axvspan(mark.x0, mark.x1, color=mark.color, alpha=0.08, lw=0)

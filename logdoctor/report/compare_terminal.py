@@ -20,7 +20,7 @@ from rich.text import Text
 
 from ..compare import AHEAD, BEHIND, Comparison
 from .compare_text import (
-    MARK, axis_phrase, band_phrase, best_phrase, compared_steps, end_phrase, headline, metric_names, names, role_label,
+    MARK, axis_phrase, band_phrase, formats, best_phrase, compared_steps, end_phrase, headline, metric_names, names, role_label,
     settings_summary, verdict_phrase,
 )
 from .terminal import print_hanging
@@ -35,7 +35,7 @@ def render_compare_terminal(cmp: Comparison, console: Console) -> None:
         ("▼ REGRESSION" if regression else "✓ NO REGRESSION", "bold red" if regression else "bold green"),
         "  ",
         (names(cmp), "bold"),
-        f"  [{cmp.run.run.format} vs {', '.join(dict.fromkeys(rd.run.format for rd in cmp.baselines))}]",
+        f"  [{formats(cmp)}]",
     )
     console.print(head, soft_wrap=True)
     print_hanging(console, "  ", f"{headline(cmp)} · {axis_phrase(cmp)} · {band_phrase(cmp)}")

@@ -25,6 +25,12 @@ def names(cmp: Comparison) -> str:
     return f"{cmp.run.run.name} vs {base[0]}" if len(base) == 1 else f"{cmp.run.run.name} vs {len(base)} baselines ({', '.join(base)})"
 
 
+def formats(cmp: Comparison) -> str:
+    """'tensorboard' when every side is read from one format, else 'tensorboard vs csv'."""
+    theirs = list(dict.fromkeys(rd.run.format for rd in cmp.baselines))
+    return cmp.run.run.format if theirs == [cmp.run.run.format] else f"{cmp.run.run.format} vs {', '.join(theirs)}"
+
+
 def band_phrase(cmp: Comparison) -> str:
     """How the noise band was made."""
     if len(cmp.baselines) > 1:
