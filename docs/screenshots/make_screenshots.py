@@ -106,12 +106,12 @@ def terminal(args: list[str], png: Path, tmp: Path) -> None:
 def audit_page(tmp: Path) -> None:
     """Generate a small real sweep, audit it as a user does (`logdoctor audit lr-sweep/ -f html`) and photograph the page."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp / "cache")}
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gen_sweep.py"), str(tmp / "lr-sweep"), "--seeds", "1"],
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gen_lr_sweep.py"), str(tmp / "lr-sweep")],
                    check=True, capture_output=True, env=env)
     page = tmp / "audit.html"
     subprocess.run([sys.executable, "-m", "logdoctor", "audit", "lr-sweep/", "-f", "html", "-o", str(page), "-j", "1"],
                    cwd=tmp, check=True, capture_output=True, env=env)
-    for width, height in ((1400, 1250), (400, 1700)):
+    for width, height in ((1400, 1700), (400, 2000)):
         shoot(page, HERE / f"audit-{width}.png", (width, height), tmp)
 
 
