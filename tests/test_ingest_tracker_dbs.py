@@ -18,10 +18,12 @@ import time
 from pathlib import Path
 
 import pytest
+from polars.testing import assert_frame_equal
 
 from logdoctor.audit import audit
 from logdoctor.diagnose import analyze
-from logdoctor.ingest import load_runs, sqlite_db
+from logdoctor.ingest import load_runs, mlflow_sqlite, sqlite_db
+from logdoctor.ingest import trackio as trackio_db
 
 STEPS = 60
 #: (run name, lr, what its loss does); the deleted run is logged, then deleted with the tool's own call.
@@ -163,6 +165,16 @@ def test_mlflow_runs_are_named_within_their_experiment(dbs):
     assert errors == []
     assert sorted(r.name for r in runs) == sorted(f"mlflow.db/lr-sweep/{name}" for name, _, _ in SWEEP)
     assert {r.format for r in runs} == {"mlflow_sqlite"}
+
+
+@pytest.mark.parametrize("store, reader", [("mlflow_sweep", mlflow_sqlite), ("trackio_sweep", trackio_db)])
+def test_a_table_read_in_batches_reads_the_same(dbs, store, reader, monkeypatch):
+    whole, _ = load_runs(dbs[store])
+    monkeypatch.setattr(reader, "_BATCH", 7)  # 60 steps a run: batches that end mid-run
+    batched, _ = load_runs(dbs[store])
+    assert [r.name for r in batched] == [r.name for r in whole] and len(whole) == len(SWEEP)
+    for one, other in zip(batched, whole):
+        assert_frame_equal(one.scalars, other.scalars)  # NaN equal to NaN
 
 
 @pytest.mark.parametrize(
