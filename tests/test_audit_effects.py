@@ -136,6 +136,21 @@ def test_the_real_lr_sweep_names_lr_never_seed_or_batch_size():
     assert section.splitlines()[0].startswith("- final val loss ") and "every diverge at lr ≥ " in section
 
 
+def test_the_json_report_carries_effects_and_importance_under_the_schema():
+    import json
+
+    import jsonschema
+
+    from logdoctor.cli import app
+
+    out = CliRunner().invoke(app, ["audit", str(LR_SWEEP), "-f", "json", "-j", "1"])
+    doc = json.loads(out.stdout)
+    schema = json.loads((Path(__file__).parents[1] / "logdoctor" / "schemas" / "report.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["audit"]["effects"][0]["param"] == "lr" and doc["audit"]["swept"][0] == "lr"
+    assert next(iter(doc["audit"]["importance"]["shares"])) == "lr"
+
+
 def test_the_terminal_table_keeps_the_key_settings_column_at_any_width():
     report = audit(LR_SWEEP, jobs=1)
     for width in (40, 60, 80):
