@@ -82,23 +82,25 @@ class RunPlotter:
         self._Figure = Figure
         self.width_in = width_in
         self.dpi = dpi
-        self._layouts: dict[tuple[int, bool, bool], tuple[object, list, object]] = {}
+        self._layouts: dict[tuple[int, bool, bool, int], tuple[object, list, object]] = {}
 
-    def _layout(self, n: int, twin: bool, compact: bool = False):
-        """(figure, panel axes, twin axes or None), empty and ready to draw on."""
-        cached = self._layouts.get((n, twin, compact))
+    def _layout(self, n: int, twin: bool, compact: bool = False, legend_rows: int = 1):
+        """(figure, panel axes, twin axes or None), empty and ready to draw on, with room above the
+        first panel for `legend_rows` rows of its legend."""
+        cached = self._layouts.get((n, twin, compact, legend_rows))
         if cached is not None:
             fig, axes, tw = cached
             for ax in axes + ([tw] if tw is not None else []):
                 _empty(ax)
             return cached
-        height = 2.7 + 1.45 * (n - 1)
+        extra = LEGEND_ROW_IN * (legend_rows - 1)
+        height = 2.7 + 1.45 * (n - 1) + extra
         fig = self._Figure(figsize=(self.width_in, height), dpi=COMPACT_DPI if compact else self.dpi)
         # fixed margins in inches (room for the LR twin axis and the legends above each panel):
         # a layout engine would measure every text box per figure and double the drawing time
         fig.subplots_adjust(
             left=0.75 / self.width_in, right=1 - 0.85 / self.width_in,
-            bottom=0.5 / height, top=1 - 0.3 / height, hspace=0.35 * 2.0 / max(n, 1),
+            bottom=0.5 / height, top=1 - (0.3 + extra) / height, hspace=0.35 * 2.0 / max(n, 1),
         )
         heights = [2.0] + [1.0] * (n - 1)
         axes = list(fig.subplots(n, 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0])
@@ -112,7 +114,7 @@ class RunPlotter:
             tw = axes[0].twinx()
             tw.set_ylabel("learning rate", fontsize=9, color=LINE_COLOR["lr"])
             tw.tick_params(labelsize=8, colors=LINE_COLOR["lr"])
-        self._layouts[(n, twin, compact)] = (fig, axes, tw)
+        self._layouts[(n, twin, compact, legend_rows)] = (fig, axes, tw)
         return fig, axes, tw
 
     def png(self, rd: RunDiagnosis, compact: bool = False) -> bytes | None:
@@ -121,7 +123,8 @@ class RunPlotter:
         panels = panels_for(rd, compact)
         if not panels:
             return None
-        fig, axes, twin = self._layout(len(panels), bool(panels[0].twin), compact)
+        rows = -(-(len(panels[0].lines) + len(panels[0].marks)) // LEGEND_COLUMNS)
+        fig, axes, twin = self._layout(len(panels), bool(panels[0].twin), compact, max(1, rows))
         for i, (ax, panel) in enumerate(zip(axes, panels)):
             handles, labels = _draw_panel(ax, panel, self._ticks, twin if panel.twin else None)
             h, lab = _draw_marks(ax, panel.marks)
@@ -256,12 +259,17 @@ def _mark_isolated(ax, s: Series, color: str) -> None:
         ax.plot(s.steps[alone], s.values[alone], ls="", marker="o", markersize=4, color=color)
 
 
+#: Legend entries per row above a panel, and the height one more row takes (inches).
+LEGEND_COLUMNS = 3
+LEGEND_ROW_IN = 0.17
+
+
 def _legend(ax, handles: list, labels: list) -> None:
     """The legend above the axes, so it never hides a curve; findings' codes are in it too."""
     if handles:
         ax.legend(
             handles, [_short(lab) for lab in labels], fontsize=7.5, loc="lower right", bbox_to_anchor=(1.0, 1.0),
-            ncol=min(3, len(handles)), frameon=False, borderaxespad=0.1,
+            ncol=min(LEGEND_COLUMNS, len(handles)), frameon=False, borderaxespad=0.1,
         )
 
 
