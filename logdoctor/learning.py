@@ -313,7 +313,7 @@ def _validation_learned_once(view: RunView, loss: Series, train: _Levels) -> str
 
 def _starts_mid_run(view: RunView, loss: Series) -> bool:
     """The logged epoch counter is already past a quarter of its last value at the loss's first
-    point (or, with no epoch logged or the whole log inside epoch 0, the series starts past a
+    point (or, with no epoch logged or the whole log inside one epoch, the series starts past a
     quarter of its last step, past half of it for fewer than 10 points): the log is a window of
     a longer run, and its first point is no start."""
     epoch = view.series("epoch")
@@ -322,9 +322,10 @@ def _starts_mid_run(view: RunView, loss: Series) -> bool:
         if not np.all(np.isfinite(at)):
             at = epoch.values[epoch.finite][[0, -1]] if epoch.finite.sum() >= 2 else at
         first, last = float(at[0]), float(at[-1])
-        if not (first == last == 0):
+        if first != last:
             return bool(np.isfinite(first) and np.isfinite(last) and last > 0 and first > 0.25 * last)
-        # the last batches of the first epoch (`Train Epoch: 0 [7007/7010]`): the epoch says nothing, the step does
+        # the whole log inside one epoch (`Train Epoch: 0 [7007/7010]`, `epoch 1 | step 100`): the epoch
+        # says nothing, the step does
     steps = loss.steps[loss.finite]
     late = 0.25 if len(steps) >= 10 else 0.5  # a few evaluations start late by nature
     return bool(len(steps) >= 2 and steps[-1] > 0 and steps[0] > late * steps[-1])

@@ -9,8 +9,9 @@ not the shape of the whole run:
 * a log that **starts mid-run** (its epoch or step counter is already well
   along at its first point: `learning`'s test) shows no start, so a fall "far
   too slow to matter" (`crawl`) cannot be judged from it;
-* a log of **few points** (fewer than `MIN_POINTS` finite losses) cannot show
-  a plateau or a bounce beyond its noise either (`flat`, `crawl`,
+* a log of **few points** (fewer than `MIN_POINTS` finite losses, or than
+  `MIN_MID_RUN_POINTS` in a window that starts mid-run) cannot show a plateau
+  or a bounce beyond its noise either (`flat`, `crawl`,
   `oscillate`), unless the loss repeats itself exactly (a `flat` whose
   evidence says `constant`) or sits at the chance level the run's K gives.
 
@@ -29,8 +30,9 @@ from .view import RunView
 
 #: Formats whose logs may be a window of a run (a paste).
 WINDOW_FORMATS = ("text_log",)
-#: Fewer finite loss points than this: a plateau or a bounce cannot be told from noise.
-MIN_POINTS = 8
+#: Fewer finite loss points than this: a plateau or a bounce cannot be told from noise; fewer than
+#: the second in a window that starts mid-run (with no start to measure a fall from).
+MIN_POINTS, MIN_MID_RUN_POINTS = 8, 10
 #: Codes a window starting mid-run cannot show; and a window of few points.
 MID_RUN_CODES = ("crawl",)
 FEW_POINTS_CODES = ("flat", "crawl", "oscillate")
@@ -48,8 +50,8 @@ def within_window(findings: list[Finding], view: RunView) -> list[Finding]:
     points = int(loss.finite.sum())
     if points < all_rules()["not_checked"].defaults["min_points"]:
         return findings  # `not_checked` already says the loss has too few points to judge
-    few = points < MIN_POINTS
     mid_run = _starts_mid_run(view, loss)
+    few = points < (MIN_MID_RUN_POINTS if mid_run else MIN_POINTS)
     if not (few or mid_run):
         return findings
     unjudged = FEW_POINTS_CODES if few else MID_RUN_CODES

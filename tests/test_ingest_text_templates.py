@@ -101,15 +101,16 @@ def test_a_log_the_line_families_read_is_read_as_before(tmp_path):
 
 
 def test_a_nan_loss_said_in_words_is_a_nan_point_where_it_is_said(tmp_path):
-    """`Stopping epoch because loss is NaN` after the last epoch's line: the loss is NaN there, even
-    after other text (a statement of a NaN is no summary of a good run); both readings agree."""
+    """`Stopping epoch because loss is NaN` after the last epoch's line, even after other text: one
+    closing NaN point of the loss; both readings agree. Said mid-log (a trainer that then prints a
+    stand-in 0) it is no point."""
     from logdoctor.ingest import text_log
 
     lines = [f"End of epoch  {e} | loss   {4.2 - 0.02 * e:.4f}  | kl_loss   1.20" for e in range(15, 21)]
     lines += ["evaluating...", "Stopping epoch because loss is NaN", "Stopping training session because loss is NaN"]
     run = _run(tmp_path, lines)
     loss = series(run, "loss").values
-    assert len(loss) == 8 and math.isnan(loss[-1]) and math.isnan(loss[-2]) and loss[0] == 3.9
+    assert len(loss) == 7 and math.isnan(loss[-1]) and loss[0] == 3.9 and loss[-2] == 3.8
     text_log._LINE_BY_LINE_ONLY = True
     try:
         again = only_run(tmp_path)
@@ -118,6 +119,25 @@ def test_a_nan_loss_said_in_words_is_a_nan_point_where_it_is_said(tmp_path):
     assert again.scalars.equals(run.scalars)
 
 
+def test_a_nan_said_mid_log_is_no_point(tmp_path):
+    lines = [f"Epoch: [1][{b}/6051]   Loss {40 + b % 7:.4f} (73.3)" for b in range(4686, 4692)]
+    lines += ["WARNING: received a nan loss, setting loss value to 0", "Skipping grad update"]
+    lines += [f"Epoch: [1][{b}/6051]   Loss {0 if b == 4692 else 41:.4f} (73.3)" for b in range(4692, 4695)]
+    loss = series(_run(tmp_path, lines), "loss").values
+    assert len(loss) == 9 and not any(math.isnan(v) for v in loss)
+
+
 def test_prose_about_a_nan_loss_is_no_training_log(tmp_path):
     (tmp_path / "README.txt").write_text("If the loss is NaN, lower the LR.\nA NaN loss means 2 things.\n")
     assert load_runs(tmp_path) == ([], [])
+
+
+def test_a_nan_said_on_a_counted_line_is_the_total_loss_at_that_step(tmp_path):
+    """detectron2 stops with `FloatingPointError: Loss became infinite or NaN at iteration=147!`: the
+    log's total loss (not a part of it) is NaN at step 147."""
+    lines = [f"[11/01 19:16:{15 + i} d2.utils.events]: eta: 4:52:26  iter: {it}  total_loss: {1.75 - 0.01 * i:.3f}  "
+             f"loss_cls: 1.248  loss_box_reg: 0.503  lr: 0.0002" for i, it in enumerate(range(19, 159, 20))]
+    lines += ["Traceback (most recent call last):", "FloatingPointError: Loss became infinite or NaN at iteration=147!"]
+    run = _run(tmp_path, lines)
+    total = series(run, "total_loss")
+    assert list(total.steps)[-1] == 147 and math.isnan(total.values[-1]) and len(series(run, "loss_cls")) == 7

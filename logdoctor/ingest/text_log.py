@@ -65,6 +65,7 @@ import numpy as np
 import polars as pl
 
 from ..model import Run
+from ..roles import TOTAL_WORDS, tokens
 from . import Claim, ReadError, Source, text_ending, text_templates
 from .csv_steps import grain, plan
 from .csv_table import step_restarts, stepless_rows, wide_to_tidy
@@ -166,8 +167,8 @@ def is_text_log_head(head: str) -> bool:
 _COUNTER_WORD = re.compile(r"(?<!\d:)\b(?:epoch|step|iteration|iter)s?\s*[:=#]?\s*[^\d\s.,;!]", re.IGNORECASE)
 _LOSS_WORD = re.compile(r"loss|xent|ppl|perplexity|mse|mae|scale", re.IGNORECASE)
 #: A NaN loss said in words (`Stopping epoch because loss is NaN`, `NaN loss detected`, `loss became
-#: inf`): a NaN point of the loss where it is said, joining the record before it like any line of
-#: values without a counter, wherever it comes (a statement of a NaN is no summary of a good run).
+#: inf`): a NaN point of the log's total loss at the step the line gives, or, with no counter on it,
+#: after the last record when no value follows it (see `_Parser.closing_nan`).
 NAN_STATEMENT = re.compile(
     r"\bloss(?:es)?\s+(?:is|was|are|were|became|becomes|turned|turns|went|goes|got)\s+(?:to\s+)?(?:nan|inf(?:inite|inity)?)\b"
     r"|\b(?:nan|inf)\s+loss(?:es)?\b",
@@ -260,6 +261,10 @@ class _Parser:
         self.skipped_example = ""
         #: Each metric's first line shape: what `inspect` shows.
         self.patterns: dict[str, str] = {}
+        #: A NaN loss said in words with no value after it yet: a point of the loss if nothing
+        #: follows (`Stopping training because loss is NaN`); mid-log (`received a nan loss, setting
+        #: loss value to 0`, then the trainer prints its stand-in) it is no point.
+        self.closing_nan: str | None = None
 
     def feed(self, line: str) -> None:
         if line.strip():
@@ -267,7 +272,7 @@ class _Parser:
         if not _HAS_DIGIT.search(line):
             stated = NAN_STATEMENT.search(line)
             if stated:
-                self._stepless({"loss": math.nan}, Shape("loss stated NaN: " + stated[0].lower(), ()))
+                self.closing_nan = "loss stated NaN: " + stated[0].lower()
             elif not self._maybe_header(line) and self.record is not None and self.record.gathers and _TEXT.search(line):
                 self.record.gathers = False
             return
@@ -283,6 +288,13 @@ class _Parser:
             for piece in records(line):
                 self.feed(piece)
             return
+        stated = NAN_STATEMENT.search(line)
+        if stated and not counters:  # `received a nan loss, setting loss value to 0`: a point only if nothing follows
+            self.closing_nan = "loss stated NaN: " + stated[0].lower()
+            return
+        if stated:  # `FloatingPointError: Loss became infinite or NaN at iteration=27!`
+            values = {name: value for name, value in values.items() if role(name) not in _LOSS_ROLES}
+            values[self._stated_loss()] = math.nan
         self.counters_seen |= bool(counters)
         rec = self.record
         if _KERAS_EPOCH.fullmatch(line):
@@ -312,6 +324,13 @@ class _Parser:
             self._stepless(values, shape)
         elif _TEXT.search(line):
             self._skip(line)
+
+    def _stated_loss(self) -> str:
+        """The loss a NaN said in words is a point of: the log's own total training loss so far (a
+        name of one word or with a total word, `loss`, `total_loss`, before a part, `loss_cls`),
+        else `loss`."""
+        seen = [name for name in self.names if role(name) == "train_loss"]
+        return min(seen, key=lambda n: (len(tokens(n)) > 1 and not TOTAL_WORDS & set(tokens(n)), len(tokens(n))), default="loss")
 
     def _takes_stepless(self, line: str) -> bool:
         """A line of values without a counter is a point when the log has no counters at all, or
@@ -380,6 +399,7 @@ class _Parser:
     ) -> None:
         if not values:
             return
+        self.closing_nan = None
         pairs = values.items() if rec.names else [*rec.counters.items(), *values.items()]
         ids = self.names
         self.rows.extend(itertools.repeat(rec.row, len(pairs)))
@@ -399,6 +419,11 @@ class _Parser:
             if self.value_shapes[shape.text] == _REPEATS:
                 evidence = _MIN_EVIDENCE
         self.evidence += evidence
+
+    def finish(self) -> None:
+        """The end of the lines: a NaN said in words with nothing after it is the loss's last point."""
+        if self.closing_nan is not None:
+            self._stepless({self._stated_loss(): math.nan}, Shape(self.closing_nan, ()))
 
     @property
     def has_values(self) -> bool:
@@ -624,6 +649,7 @@ def read_lines(lines: Iterator[bytes], label: str) -> tuple[pl.DataFrame, list[s
     parser = _Parser()
     for line in _display_lines(lines):
         parser.feed(line)
+    parser.finish()
     return _scalars(parser, label)
 
 

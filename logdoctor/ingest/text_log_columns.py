@@ -90,7 +90,7 @@ class _Form:
 
 def _form(line: str) -> _Form | None:
     """A shape's reading from its first line; None when it needs the line-by-line reading."""
-    if _KERAS_EPOCH.fullmatch(line) or _PROGRESS.match(line) or _YOLO_ROW.fullmatch(line):
+    if _KERAS_EPOCH.fullmatch(line) or _PROGRESS.match(line) or _YOLO_ROW.fullmatch(line) or NAN_STATEMENT.search(line):
         return None
     counters, values, shape = extract(line)
     if shape.glued:
