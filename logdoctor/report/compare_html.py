@@ -21,7 +21,7 @@ def _charts(cmp: Comparison) -> str:
     if spec is None:
         return ""
     return (
-        '<section class="run" id="comparison-charts" data-run="comparison"><details open><summary>'
+        f'<section class="run {"critical" if cmp.regression else "healthy"}" id="comparison-charts" data-run="comparison"><details open><summary>'
         f'<span class="runname">{escape(names(cmp))}</span></summary><div class="body">'
         '<div class="charts"><p class="meta nojs">The charts need JavaScript; the table above lists the levels.</p></div>'
         f'</div></details></section><script type="application/json" id="chart-comparison">{script_json(spec)}</script>'
