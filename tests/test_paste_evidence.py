@@ -75,3 +75,12 @@ def test_two_closing_zero_losses_beside_nan_gradient_norms_are_enough(tmp_path):
     """A three-line paste: 0.2051, then 0.0 / nan twice to the end."""
     found = _hf(tmp_path, [(0.2051, "nan", 9.77e-6), (0.0, "nan", 9.76e-6), (0.0, "nan", 9.75e-6)])
     assert found[0].code == "diverge" and found[0].evidence["nonfinite_points"] == 2
+
+
+def test_an_accuracy_frozen_while_the_loss_swings_and_comes_back_is_a_constant_metric(tmp_path):
+    """Eight epochs at val acc 0.5000 while the train loss swings 1.36 -> 0.73 -> 1.39: it moved."""
+    loss = (1.3633, 1.3360, 1.0868, 0.7682, 0.7315, 1.0313, 1.3165, 1.3862)
+    lines = [f"I1112 15:56:44.818868 140547 train.py:23] epoch {210 + i} train loss: {v}; train acc: 0.5000 val acc: 0.5000"
+             for i, v in enumerate(loss)]
+    _, found = _diagnose_lines(tmp_path, lines)
+    assert "val_metric_constant" in [f.code for f in found]

@@ -21,7 +21,8 @@ class ValMetricConstant(Rule):
         A validation loss or validation score is identical (to floating-point
         precision) at every one of at least three evaluations, while the
         training loss changes by a real fraction of its level over the same
-        steps. A model that learns always moves its validation numbers a
+        steps (its widest swing between the evaluations: a loss that goes
+        1.36 -> 0.73 -> 1.39 moved). A model that learns always moves its validation numbers a
         little; an unchanging one means the evaluation is not looking at the
         model being trained. A score pinned at a perfect 1.0 / 100 % is left
         alone.
@@ -91,7 +92,11 @@ class ValMetricConstant(Rule):
         train_last = curves.window_level(train, steps[-1] - width, steps[-1] + width)
         if not (np.isfinite(train_first) and np.isfinite(train_last)):
             return None
-        change = abs(train_first - train_last) / max(abs(train_first), abs(train_last), 1e-12)
+        # moved: its widest swing between the evaluations, not only first to last (a loss that swings
+        # 1.36 -> 0.73 -> 1.39 while the accuracy reads 0.5000 at every evaluation moved)
+        levels = np.array([curves.window_level(train, s - width, s + width) for s in steps])
+        levels = levels[np.isfinite(levels)]
+        change = float(np.ptp(levels)) / max(float(np.max(np.abs(levels))), 1e-12)
         if change < self.params["min_train_change"]:
             return None
         confidence = 0.6 + 0.2 * min(1.0, (len(values) - 2) / 8) + 0.2 * min(1.0, change / 0.5)
