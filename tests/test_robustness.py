@@ -111,18 +111,18 @@ import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 from logdoctor.ingest import load_runs
 runs, errors = load_runs(sys.argv[1])
-print(json.dumps([{r.name: sorted(r.metrics) for r in runs}, errors]))
+print(json.dumps([{r.name: sorted(r.metrics) for r in runs}, errors, {r.name: r.warnings for r in runs}]))
 """
 
 
-def _bounded_load(folder: Path) -> tuple[dict, list[str]]:
+def _bounded_load(folder: Path, warnings: bool = False) -> tuple:
     """load_runs in a subprocess capped at 2 GiB of address space and 120 s (a hang or a blow-up
-    fails): run name -> its metric names, and the error lines."""
+    fails): run name -> its metric names, and the error lines (and run name -> its warnings)."""
     env = {**os.environ, "PYTHONPATH": str(SAMPLES.parent), "POLARS_MAX_THREADS": "2"}
     out = subprocess.run([sys.executable, "-c", BOUNDED, str(folder)], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    runs, errors = json.loads(out.stdout)
-    return runs, errors
+    runs, errors, said = json.loads(out.stdout)
+    return (runs, errors, said) if warnings else (runs, errors)
 
 
 def test_a_sparse_wide_wandb_history_is_read_within_two_gib(tmp_path):
@@ -304,3 +304,214 @@ def test_a_pipe_where_an_mlflow_side_file_belongs_is_passed_over(tmp_path, side)
     os.mkfifo(target)
     runs, errors = _bounded_load(tmp_path)
     assert len(runs) == 2 and "good" in runs and errors == []
+
+
+# --------------------------------------------------------------------------- issue 29: deep and wide inputs, holes, permissions, names
+
+
+def _history(tmp_path: Path, extra: str) -> Path:
+    """A W&B run folder beside the good run whose history holds one `extra` line among 60 good rows."""
+    shutil.copytree(SAMPLES / GOOD, tmp_path / "good")
+    files = tmp_path / "bad" / "wandb" / "run-20240101_000000-abcd1234" / "files"
+    files.mkdir(parents=True)
+    lines = [f'{{"_step": {s}, "loss": {2.5 * 0.97 ** s}}}' for s in range(60)]
+    (files / "wandb-history.jsonl").write_text("\n".join(lines[:30] + [extra] + lines[30:]) + "\n")
+    return files
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        '{"_step": 30, "a": ' + '{"a": ' * 1000 + "1" + "}" * 1000 + "}",
+        '{"_step": 30, "a": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        json.dumps({"_step": 30, **{f"k{i}": 0.5 for i in range(200_000)}}),
+    ],
+    ids=["dicts-1000-deep", "lists-100000-deep", "200000-keys"],
+)
+def test_a_history_line_past_the_depth_or_width_limit_is_left_out_with_one_line(tmp_path, extra):
+    """Found by the fuzzer: a line nested 1,000 deep (polars' schema inference: 10.9 GB, an abort
+    under a 4 GiB cap; Python's json: RecursionError, the run lost) and a row of 200,000 keys
+    (17-23 CPU-s, 1.1 GB). The line is left out, named with the limits; every other row is read."""
+    _history(tmp_path, extra)
+    runs, errors, said = _bounded_load(tmp_path, warnings=True)
+    name = next(name for name in runs if name.startswith("bad/"))
+    assert errors == [] and sorted(runs) == sorted([name, "good"]) and runs[name] == ["loss"]
+    assert said[name] == ["wandb-history.jsonl: 1 line(s) left out, nested more than 64 levels deep or holding more than 10,000 keys"]
+
+
+def test_a_trainer_state_nested_past_the_limit_is_one_line(tmp_path):
+    state = _beside_good(tmp_path, "hf_healthy_linear_warmup") / "trainer_state.json"
+    state.write_text('{"log_history": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    runs, errors = _bounded_load(tmp_path)
+    assert sorted(runs) == ["good"] and errors == [f"{state}: nested more than 64 levels deep, no trainer state"]
+
+
+@pytest.mark.parametrize("wide", [100_000, 1_000_000])
+def test_a_csv_wider_than_the_limit_is_one_line_naming_it(tmp_path, wide):
+    """100,000 columns took 51 s and 658 MB; a header of 10^6 names ran out of memory under 4 GiB."""
+    shutil.copytree(SAMPLES / GOOD, tmp_path / "good")
+    (tmp_path / "bad").mkdir()
+    rows = [f"{s},{2.5 * 0.97 ** s}" + (",0.5" * wide if wide < 1_000_000 else "") for s in range(3)]
+    (tmp_path / "bad" / "log.csv").write_text("\n".join(["step,loss," + ",".join(f"c{i}" for i in range(wide))] + rows) + "\n")
+    runs, errors = _bounded_load(tmp_path)
+    assert sorted(runs) == ["good"]
+    assert errors == [f"{tmp_path / 'bad' / 'log.csv'}: {wide + 2:,} columns, more than the 10,000 a log is read with"]
+
+
+@pytest.mark.parametrize("step", ["1e19", "inf", "nan", "9223372036854775808"])
+def test_an_mlflow_step_no_integer_holds_costs_only_its_line(tmp_path, step):
+    """A step of 1e19 or inf failed the cast of the whole metric file, and the error cost every
+    run of the experiment (the sibling too)."""
+    experiment = _beside_good(tmp_path, "mlf_healthy_short_10_epochs") / "mlruns" / "947427902577955505"
+    run = experiment / "c9494b558eae5dc686e3912bb32555e5"
+    sibling = experiment / ("0" * 32)
+    shutil.copytree(run, sibling)
+    (sibling / "meta.yaml").write_text((sibling / "meta.yaml").read_text().replace(run.name, sibling.name))
+    (sibling / "tags" / "mlflow.runName").write_text("sibling")
+    metric = run / "metrics" / "val_loss"
+    lines = metric.read_text().splitlines()
+    stamp, value, _ = lines[3].split()
+    lines[3] = f"{stamp} {value} {step}"
+    metric.write_text("\n".join(lines) + "\n")
+    runs, errors = load_runs(tmp_path)
+    assert errors == [] and len(runs) == 3
+    damaged = [r for r in runs if r.path == str(run)][0]
+    assert damaged.scalars.filter(damaged.scalars["metric"] == "val_loss").height == len(lines) - 1
+
+
+def test_an_event_file_with_a_2gb_hole_is_read_past_it(tmp_path):
+    """A preallocated file or a crashed writer's hole was scanned for a header at ~22 MB per
+    CPU-second (minutes for 2 GB); the records after the hole are read too."""
+    events = next(_beside_good(tmp_path, "tbn_healthy_charlm_warmup_cosine").rglob("events.out.tfevents.*"))
+    alone = load_runs(tmp_path / "bad")[0][0].scalars.height
+    data = events.read_bytes()
+    cut = 0
+    while cut < len(data) // 2:  # a record boundary half-way through
+        cut += 16 + int.from_bytes(data[cut : cut + 8], "little")
+    with open(events, "wb") as fh:
+        fh.write(data[:cut])
+        fh.seek(2 << 30, os.SEEK_CUR)
+        fh.write(data[cut:])
+    if os.stat(events).st_blocks * 512 > 1 << 30:
+        pytest.skip("this filesystem writes holes out as zeros")
+    runs, errors, said = _bounded_load(tmp_path, warnings=True)
+    assert errors == [] and sorted(runs) == ["bad", "good"]
+    assert load_runs(tmp_path / "bad")[0][0].scalars.height == alone
+    assert said["bad"] == [f"{events}: corrupted record header at byte {cut:,}; 2,147,483,648 byte(s) skipped in 1 place(s)"]
+
+
+def test_a_console_line_of_records_printed_without_newlines_is_read_in_linear_time(tmp_path):
+    """`print(..., end=" ")` in a loop: one 1 MB line of `step N loss x` records. Checking each
+    counter against every one before it was quadratic (300 kB: 19 s; 1 MB: over 300 s)."""
+    records = " ".join(f"step {s} loss {2.5 * 0.999 ** s:.4f}" for s in range(45_000))
+    (tmp_path / "train.log").write_text(records + "\n")
+    runs, errors = _bounded_load(tmp_path)
+    assert errors == [] and "loss" in runs["train.log"]
+
+
+def test_an_accented_tensorboard_download_tag_under_a_latin1_name_is_read(tmp_path):
+    """TensorBoard's "Download CSV" names the file for its tag: `run-train-tag-précision.csv` in
+    Latin-1. The tag became a metric name polars refused (lone surrogates): the run was lost."""
+    (tmp_path / "run").mkdir()
+    body = "\n".join(f"{1.7e9 + s},{s},{2.5 * 0.97 ** s}" for s in range(40))
+    (tmp_path / "run" / os.fsdecode(b"run-train-tag-pr\xe9cision.csv")).write_text("Wall time,Step,Value\n" + body + "\n")
+    runs, errors = load_runs(tmp_path)
+    assert errors == [] and [sorted(r.metrics) for r in runs] == [["train/pr\\xe9cision"]]  # `train`: a Keras split
+
+
+def test_a_pipe_or_a_device_given_as_path_is_refused_by_its_kind(tmp_path):
+    """Given as PATH, a FIFO or a link to /dev/zero was "cannot read folder (Not a directory)"."""
+    from logdoctor.ingest import ReadError
+
+    os.mkfifo(tmp_path / "train.log")
+    (tmp_path / "zero.log").symlink_to("/dev/zero")
+    with pytest.raises(ReadError, match=r"train\.log: a named pipe \(FIFO\), not a log file or folder"):
+        load_runs(tmp_path / "train.log")
+    with pytest.raises(ReadError, match=r"zero\.log: a character device, not a log file or folder"):
+        load_runs(tmp_path / "zero.log")
+
+
+def _logdoctor(prefix: list[str], args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(SAMPLES.parent), "NO_COLOR": "1", "COLUMNS": "200", "XDG_CACHE_HOME": str(cwd / "cache")}
+    return subprocess.run(prefix + [sys.executable, "-m", "logdoctor", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+
+
+@pytest.mark.parametrize("command", ["analyze", "inspect", "audit"])
+def test_a_tree_whose_folders_cannot_be_entered_is_one_line_per_folder(tmp_path, command):
+    """`chmod -R 644 runs/`: folders listable but not enterable. The configuration lookup raised
+    PermissionError (a traceback, no report) for analyze, inspect and audit; now each folder is
+    one line (audit's plan passed over the walk's lines: "no training log found"), and a run
+    inside one given as PATH is one line too."""
+    prefix = _unprivileged()
+    if prefix is None:
+        pytest.skip("no way to drop root's permission bypass here (setpriv missing or refused)")
+    runs = tmp_path / "runs"
+    for name in ("good", "tb"):
+        shutil.copytree(SAMPLES / GOOD, runs / name)
+    folders = [runs / "good", runs / "tb", runs]
+    for folder in folders:  # innermost first: a folder not enterable hides what is inside it
+        folder.chmod(0o644)
+    try:
+        whole = _logdoctor(prefix, [command, str(runs)], tmp_path)
+        inside = _logdoctor(prefix, [command, str(runs / "good")], tmp_path)
+    finally:
+        for folder in reversed(folders):
+            folder.chmod(0o755)
+    for out in (whole, inside):
+        assert "Traceback" not in out.stderr + out.stdout and out.returncode in (0, 2), out.stderr[-2000:]  # inspect lists, exit 0
+    assert f"{runs / 'good'}: cannot read (Permission denied)" in inside.stderr
+    said = whole.stdout + whole.stderr
+    assert all(f"{runs / name}: cannot read folder (Permission denied)" in said for name in ("good", "tb")), said
+
+
+def test_logs_another_user_keeps_are_named_not_passed_over(tmp_path):
+    """Mode 600, owned by someone else: a console log vanished without a line, a CSV was called
+    "binary data". Each is now named with its reason; the good run is read."""
+    prefix = _unprivileged()
+    if prefix is None or os.geteuid() != 0:
+        pytest.skip("needs root to give files to another user, and a way to drop its permission bypass")
+    shutil.copytree(SAMPLES / GOOD, tmp_path / "good")
+    (tmp_path / "console").mkdir()
+    log = tmp_path / "console" / "train.log"
+    log.write_text("\n".join(f"epoch 1 step {s} | train_loss {2 / s:.4f}" for s in range(1, 40)) + "\n")
+    csv = tmp_path / "csv" / "log.csv"
+    shutil.copytree(SAMPLES / "csv_healthy_amp_charlm", csv.parent)
+    for path in (log, csv):
+        path.chmod(0o600)
+        os.chown(path, 65534, 65534)
+    out = subprocess.run(prefix + [sys.executable, "-c", LOAD, str(tmp_path)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(SAMPLES.parent)}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    names, errors = json.loads(out.stdout)
+    assert names == ["good"]
+    assert sorted(errors) == sorted([f"{csv}: cannot read (Permission denied)", f"{log}: cannot read (Permission denied)"])
+
+
+def test_a_config_json_asking_for_100000_layers_is_refused_before_a_model_is_built():
+    """`replay` on a damaged HF checkpoint-N/ hung while the model was built on the meta device
+    to order the parameters."""
+    pytest.importorskip("torch")
+    from logdoctor.replay import ReplayError
+    from logdoctor.replay.hf import build_from_config, parameter_order, too_many_repeats
+
+    damaged = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": 100_000, "n_embd": 16, "n_head": 2}
+    assert too_many_repeats(damaged) == "n_layer = 100000"
+    assert too_many_repeats({"text_config": {"num_hidden_layers": 32}, "vision_config": {"depths": [2, 2, 50_000, 2]}}) == "vision_config.depths = 50000"
+    assert too_many_repeats({"num_hidden_layers": 80, "num_local_experts": 256, "vocab_size": 250_000}) is None
+    pytest.importorskip("transformers")
+    with pytest.raises(ReplayError, match="asks for n_layer = 100000, more than the 1,024 repeated modules"):
+        build_from_config(damaged, "checkpoint-1")
+    assert parameter_order(damaged) is None
+
+
+def test_a_loss_near_the_float_maximum_is_drawn(tmp_path):
+    """Bucket means past 1e308 overflowed the sparkline's scaling: an OverflowError traceback."""
+    from typer.testing import CliRunner
+
+    from logdoctor.cli import app
+
+    rows = [f"{i},{1.7e308 * (0.5 + (i % 3) / 3)},{1e308 - i * 1e306}" for i in range(30)]
+    (tmp_path / "history.csv").write_text("epoch,loss,val_loss\n" + "\n".join(rows) + "\n")
+    result = CliRunner().invoke(app, ["analyze", str(tmp_path)], env={"NO_COLOR": "1"})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "1 run:" in result.output

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..config import Config
-from ..ingest import ReadError
+from ..ingest import ReadError, check_root
+from ..model import printable
 from .cache import ResultCache
 from .executor import execute
 from .effects import find_effects
@@ -48,7 +49,7 @@ def default_cache_dir(path: str | os.PathLike) -> Path:
     return user_cache_home() / "logdoctor" / "audit" / key
 
 
-def _plan(path: str | os.PathLike, absolute: bool) -> list[Task]:
+def _plan(path: str | os.PathLike, absolute: bool, errors: list[str]) -> list[Task]:
     if is_url(path):
         try:
             return plan(str(path))
@@ -58,9 +59,8 @@ def _plan(path: str | os.PathLike, absolute: bool) -> list[Task]:
         except (OSError, ValueError) as exc:
             raise ReadError(f"{path}: cannot list this URL ({type(exc).__name__}: {exc})") from None
     p = Path(path)
-    if not p.exists():
-        raise ReadError(f"{path}: no such file or folder")
-    return plan(p.absolute() if absolute else p)
+    check_root(p)  # missing, behind a folder that cannot be entered, a pipe or a device: one line
+    return plan(p.absolute() if absolute else p, errors)
 
 
 def audit(
@@ -84,7 +84,8 @@ def audit(
     jobs = jobs or os.cpu_count() or 1
     started = time.perf_counter()
     # Dask workers may run elsewhere: hand them absolute paths.
-    tasks = _plan(path, absolute=bool(scheduler))
+    walked: list[str] = []  # the walk's own lines: folders it cannot enter, files it may not open
+    tasks = _plan(path, absolute=bool(scheduler), errors=walked)
     cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir(path), config) if use_cache else None
     outputs: dict[int, TaskOutput] = {}
     todo: list[Task] = []
@@ -107,7 +108,7 @@ def audit(
     try:
         how = execute(todo, config, done, jobs=jobs, scheduler=scheduler)
         results = [r for task in tasks for r in outputs[id(task)].results]
-        errors = [e for task in tasks for e in outputs[id(task)].errors]
+        errors = [printable(e) for e in walked] + [e for task in tasks for e in outputs[id(task)].errors]
         analysed = time.perf_counter()
         links = find_links(results)
         swept = swept_settings(results)

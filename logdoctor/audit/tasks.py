@@ -83,9 +83,10 @@ def local_task(root: Path, source: Source) -> Task:
     return Task(root=str(root), source=source, fingerprint=fingerprint, size=size)
 
 
-def plan_local(root: Path) -> list[Task]:
-    """One task per run source discovered under a local path."""
-    return [local_task(root, s) for s in discover(root)]
+def plan_local(root: Path, errors: list[str] | None = None) -> list[Task]:
+    """One task per run source discovered under a local path; the walk's lines (a folder it
+    cannot enter, files it may not open) go to `errors`."""
+    return [local_task(root, s) for s in discover(root, errors)]
 
 
 #: fsspec info keys that change when a file's content does, by backend.
@@ -142,5 +143,5 @@ def plan_remote(url: str) -> list[Task]:
     ]
 
 
-def plan(path: str | os.PathLike) -> list[Task]:
-    return plan_remote(str(path)) if is_url(path) else plan_local(Path(path))
+def plan(path: str | os.PathLike, errors: list[str] | None = None) -> list[Task]:
+    return plan_remote(str(path)) if is_url(path) else plan_local(Path(path), errors)

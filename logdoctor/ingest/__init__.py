@@ -205,7 +205,7 @@ def _with_data(runs: list[Run]) -> tuple[list[Run], list[str]]:
     return kept, lines
 
 
-def _check_root(root: Path) -> None:
+def check_root(root: Path) -> None:
     """ReadError, one line, when PATH is no file or folder this user can read: missing, behind a
     folder that cannot be entered, a file another user keeps, or a pipe or device (which never
     ends or blocks: a console log is piped to `-` instead)."""
@@ -229,7 +229,7 @@ def load_runs(root: Path) -> tuple[list[Run], list[str]]:
 
         return [read_stream(sys.stdin.buffer)], []
     root = Path(root)
-    _check_root(root)
+    check_root(root)
     runs: list[Run] = []
     errors: list[str] = []
     for source in discover(root, errors):
