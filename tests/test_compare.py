@@ -131,6 +131,28 @@ def test_aligned_on_the_epoch_both_runs_log_the_verdicts_stand(runs):
     assert verdicts(compare(runs["lr_tenth"], [runs["base_csv"]], axis="epoch"))["val_loss"] == BEHIND
 
 
+def _with_samples(log: Path, out: Path, steps_per_batch: int) -> Path:
+    """The logged training again, with a samples-seen column (batch 32) and its steps counted in
+    micro-batches of `steps_per_batch` (gradient accumulation as some loggers count it)."""
+    import polars as pl
+
+    table = pl.read_csv(log / "log.csv")
+    table = table.with_columns(samples_seen=(pl.col("step") + 1) * 32, step=pl.col("step") * steps_per_batch + steps_per_batch - 1)
+    out.mkdir()
+    table.write_csv(out / "log.csv")
+    return out
+
+
+def test_runs_counting_steps_differently_are_aligned_on_the_samples_both_log(runs, tmp_path):
+    base = _with_samples(runs["base_csv"], tmp_path / "base", 1)
+    micro = _with_samples(runs["base_csv"], tmp_path / "micro", 2)  # one training, two step counts
+    on_steps = compare(micro, [base])  # step 299 of the micro-step run is the baseline's step 149
+    assert verdicts(on_steps)["val_loss"] == BEHIND
+    on_samples = compare(micro, [base], axis="samples")
+    assert set(verdicts(on_samples).values()) == {LEVEL} and all(m.end.change == 0 for m in on_samples.metrics)
+    assert on_samples.metrics[0].steps[1] == 599  # the run's own steps
+
+
 @pytest.mark.parametrize("name", ["mlf_overfit_charlm_small_corpus", "wb_oscillate_adam_small_batch_lr_high", "pl_epoch_jumps_charlm_repeated_data"])
 def test_a_sample_run_against_itself_is_level_aligned_on_its_epoch_counter(name):
     # an epoch logged 0, 0, …, 1, 1, … is read between epoch starts: the points of one epoch keep their steps
