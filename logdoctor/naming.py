@@ -49,14 +49,14 @@ _ID_FAMILIES = tuple(
 )
 #: A log or checkpoint file: its stem, extensions off.
 _FILE = re.compile(
-    r"(?P<stem>.+?)\.(csv|tsv|jsonl?|wandb|log|txt|out|ckpt|pth?|bin|safetensors|h5|keras)(\.gz)?"
+    r"(?P<stem>.+?)\.(csv|tsv|jsonl?|wandb|log|txt|out|ckpt|pth?|bin|safetensors|h5|keras|db|sqlite3?)(\.gz)?"
     r"|(?P<tfevents>events\.out\.tfevents\..*)",
     re.I,
 )
 #: File stems writers give every run's log or checkpoint: such a file is no name of its own.
 _GENERIC_STEMS = re.compile(
     r"metrics|log|logs|loss_log|training_log|results|trainer_state|trainer_log|output|nohup|train(ing)?|history|progress"
-    r"|run-.*|wandb-history|ckpt|checkpoint|model|last|best|pytorch_model|optimizer|(epoch|step)=.*",
+    r"|run-.*|wandb-history|ckpt|checkpoint|model|last|best|pytorch_model|optimizer|(epoch|step)=.*|mlflow",
     re.I,
 )
 

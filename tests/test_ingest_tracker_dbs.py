@@ -24,6 +24,7 @@ from logdoctor.audit import audit
 from logdoctor.diagnose import analyze
 from logdoctor.ingest import load_runs, mlflow_sqlite, sqlite_db
 from logdoctor.ingest import trackio as trackio_db
+from logdoctor.naming import display_names
 
 STEPS = 60
 #: (run name, lr, what its loss does); the deleted run is logged, then deleted with the tool's own call.
@@ -165,6 +166,15 @@ def test_mlflow_runs_are_named_within_their_experiment(dbs):
     assert errors == []
     assert sorted(r.name for r in runs) == sorted(f"mlflow.db/lr-sweep/{name}" for name, _, _ in SWEEP)
     assert {r.format for r in runs} == {"mlflow_sqlite"}
+
+
+def test_reports_name_runs_by_project_and_experiment_not_by_database_file(dbs, tmp_path):
+    for project in ("sweep", "copy"):  # trackio: two projects with the same run names
+        shutil.copy(dbs["trackio_sweep"], tmp_path / f"{project}.db")
+    runs, _ = load_runs(tmp_path)
+    assert set(display_names([r.name for r in runs], str(tmp_path))) == {f"{p}/{name}" for p in ("sweep", "copy") for name, _, _ in SWEEP}
+    runs, _ = load_runs(dbs["mlflow_sweep"].parent)  # the file name mlflow.db names nothing, the experiment only on a clash
+    assert set(display_names([r.name for r in runs], str(dbs["mlflow_sweep"].parent))) == {name for name, _, _ in SWEEP}
 
 
 @pytest.mark.parametrize("store, reader", [("mlflow_sweep", mlflow_sqlite), ("trackio_sweep", trackio_db)])
