@@ -130,11 +130,7 @@ class EpochJumps(Rule):
         confidence = 0.5 + 0.45 * min(1.0, (agree - self.params["min_split_half_r"]) / (1 - self.params["min_split_half_r"]) + 0.2) * min(1.0, len(np.unique(e)) / 8)
         bsteps = steps[starts[(starts > 0) & (starts < len(steps))]]
         what = f"jumps {'up' if boundary_jump > 0 else 'down'} {abs(boundary_jump):.4g} at each boundary" if abs(boundary_jump) >= 0.5 * amplitude else "follows the same within-epoch pattern"
-        causes, fixes = bullets(self.doc()["Root causes"]), bullets(self.doc()["Fix"])
-        if boundary_jump < 0:
-            # a drop each time the data comes round again: memorisation is the likelier story
-            causes.insert(0, causes.pop(1))
-            fixes.insert(0, fixes.pop(1))
+        causes, fixes = self._causes_and_fixes(memorising=boundary_jump < 0)
         return [
             self.finding(
                 series,
@@ -155,6 +151,15 @@ class EpochJumps(Rule):
                 },
             )
         ]
+
+    def _causes_and_fixes(self, memorising: bool) -> tuple[list[str], list[str]]:
+        """The documented causes and fixes; a drop each time the data comes round again puts
+        memorisation (the second of each) first."""
+        causes, fixes = bullets(self.doc()["Root causes"]), bullets(self.doc()["Fix"])
+        if memorising:
+            causes.insert(0, causes.pop(1))
+            fixes.insert(0, fixes.pop(1))
+        return causes, fixes
 
     def _staircase(self, series, steps: np.ndarray, y: np.ndarray, starts: np.ndarray) -> list[Finding]:
         """The level drops at every epoch boundary and sits still inside each epoch, in 3-4 epochs:
@@ -179,10 +184,8 @@ class EpochJumps(Rule):
         if fall <= 0 or sum(drops) < p["staircase_share"] * fall:
             return []
         bsteps = [int(steps[i]) for i in starts]
-        levels = " → ".join(fmt_num(h) for h in [tail[0], *tail[1:]])
-        causes, fixes = bullets(self.doc()["Root causes"]), bullets(self.doc()["Fix"])
-        causes.insert(0, causes.pop(1))  # a drop each time the data comes round again: memorisation
-        fixes.insert(0, fixes.pop(1))
+        levels = " → ".join(fmt_num(h) for h in tail)
+        causes, fixes = self._causes_and_fixes(memorising=True)
         return [
             self.finding(
                 series,
