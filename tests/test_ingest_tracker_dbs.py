@@ -283,19 +283,22 @@ def test_trackio_database_written_while_read(dbs, tmp_path):
     assert [(r.name, r.scalars.height, r.config) for r in runs] == [("live", STEPS, {"lr": 0.01})]
 
 
-def test_locked_database_is_one_line_and_the_other_runs_are_read(dbs, tmp_path, monkeypatch):
+@pytest.mark.parametrize("locked, line", [("mlflow.db", "MLflow database locked"), ("sweep.db", "SQLite database locked")])
+def test_locked_database_is_one_line_and_the_other_runs_are_read(dbs, locked, line, tmp_path, monkeypatch):
     folder = _alone(dbs["mlflow_sweep"], tmp_path)
     shutil.copy(dbs["trackio_sweep"], folder / "sweep.db")
+    sqlite3.connect(folder / "sweep.db").execute("PRAGMA journal_mode = DELETE").close()  # as trackio on a Space
     monkeypatch.setattr(sqlite_db, "BUSY_TIMEOUT_S", 0.2)
-    writer = sqlite3.connect(folder / "mlflow.db", isolation_level=None)
+    writer = sqlite3.connect(folder / locked, isolation_level=None)
     writer.execute("BEGIN EXCLUSIVE")  # what a writer holds while it commits
     try:
         runs, errors = load_runs(folder)
     finally:
         writer.execute("ROLLBACK")
         writer.close()
-    assert len(errors) == 1 and "mlflow.db: MLflow database locked by another process" in errors[0]
-    assert sorted(r.name for r in runs) == sorted(f"sweep.db/{name}" for name, _, _ in SWEEP)
+    assert len(errors) == 1 and errors[0].startswith(f"{folder / locked}: {line} by another process")
+    other = "sweep.db" if locked == "mlflow.db" else "mlflow.db/lr-sweep"
+    assert sorted(r.name for r in runs) == sorted(f"{other}/{name}" for name, _, _ in SWEEP)
 
 
 def test_damaged_database_is_one_line_and_the_other_runs_are_read(dbs, tmp_path):

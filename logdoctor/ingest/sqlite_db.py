@@ -22,6 +22,7 @@ tracker needs to be installed.
 from __future__ import annotations
 
 import sqlite3
+from functools import lru_cache
 from pathlib import Path
 
 from . import ReadError
@@ -67,19 +68,30 @@ def schema(conn: sqlite3.Connection) -> dict[str, set[str]]:
     return {name: {row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')} for name in names}
 
 
-def peek_schema(path: Path) -> dict[str, set[str]] | None:
-    """The tables of the SQLite database at `path`, None when it is none or cannot be read (its
-    reader, where a claim takes it by name, says why)."""
+def peek(path: Path) -> tuple[dict[str, set[str]] | None, sqlite3.Error | None]:
+    """(the tables of the SQLite database at `path`, None) for a claim to tell whose it is;
+    (None, the error) for an SQLite file that cannot be read now (locked, damaged), for a claim to
+    take all the same so its reader says why; (None, None) for any other file. The tables of a file
+    as it is now are kept (each format's claim asks about the same file in turn); an error is not,
+    so a database once locked is looked at again."""
     if not is_sqlite(path):
-        return None
+        return None, None
     try:
-        conn = open_readonly(path)
-        try:
-            return schema(conn)
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return None
+        stat = path.stat()
+        return _tables(path, stat.st_mtime_ns, stat.st_size), None
+    except OSError:
+        return None, None
+    except sqlite3.Error as exc:
+        return None, exc
+
+
+@lru_cache(maxsize=64)
+def _tables(path: Path, mtime_ns: int, size: int) -> dict[str, set[str]]:
+    conn = open_readonly(path)
+    try:
+        return schema(conn)
+    finally:
+        conn.close()
 
 
 def read_error(path: Path, exc: sqlite3.Error, what: str) -> ReadError:

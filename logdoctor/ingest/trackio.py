@@ -12,6 +12,10 @@ A run is named by its run name, as trackio's dashboard names it (the run id's pr
 when two runs share a name). Databases written before trackio 0.24 have no `run_id` column and
 identify a run by its name alone. trackio deletes a deleted run's rows, so every run left in the
 database is one to read.
+
+A `.db` file that SQLite cannot read now (locked by a writer for longer than a read waits,
+damaged past its first page) is taken here too, whoever wrote it, so that the one line saying why
+is not lost (MLflow's `mlflow.db` is taken by name before).
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ import polars as pl
 from ..model import Run, tidy
 from . import Claim, ReadError, Source
 from .hparams import flatten
-from .sqlite_db import DB_SUFFIXES, SIDECARS, open_readonly, peek_schema, read_error, schema, sidecars
+from .sqlite_db import DB_SUFFIXES, SIDECARS, open_readonly, peek, read_error, schema, sidecars
 
 #: Tables and columns that make a database trackio's.
 _SIGNATURE = {
@@ -51,8 +55,8 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
         if not name.lower().endswith(DB_SUFFIXES):
             continue
         path = folder / name
-        tables = peek_schema(path)
-        if tables is not None and is_trackio(tables):
+        tables, problem = peek(path)
+        if problem is not None or (tables is not None and is_trackio(tables)):
             got.sources.append(Source("trackio", path, [path, *sidecars(path)]))
             got.files.update({name, *(name + s for s in SIDECARS), f"{path.stem}.lock"})
     return got if got.sources else None
@@ -60,17 +64,19 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
 
 def read(source: Source) -> list[Run]:
     path = Path(source.path)
+    what = "SQLite"  # until its tables say whose it is
     try:
         conn = open_readonly(path)
         try:
             tables = schema(conn)
             if not is_trackio(tables):
                 raise ReadError(f"{path}: not a trackio database (no metrics and configs tables)")
+            what = "trackio"
             return _runs(conn, path, tables)
         finally:
             conn.close()
     except sqlite3.Error as exc:
-        raise read_error(path, exc, "trackio") from None
+        raise read_error(path, exc, what) from None
 
 
 def _runs(conn: sqlite3.Connection, path: Path, tables: dict[str, set[str]]) -> list[Run]:
