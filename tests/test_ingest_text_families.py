@@ -326,3 +326,22 @@ def test_mmengine_date_before_its_time_is_no_progress_bar(tmp_path):
              for b in range(200, 260, 10)]
     steps, loss = _values(_run(tmp_path, lines), "loss")
     assert len(steps) == 6 and steps == sorted(steps) and loss == [2.6, 2.59, 2.58, 2.57, 2.56, 2.55]
+
+
+def test_every_rank_printing_the_same_steps_is_read_once_from_the_lowest_rank(tmp_path):
+    """Four ranks each print every step (`[rank3]: loss = ...`, torchrun's `[default3]:`, behind a host
+    name): one rank's lines are the run, not four points a step."""
+    lines = [f"[rank{r}]: loss = {3 - 0.2 * s + 0.01 * r:.3f}" for s in range(6) for r in (2, 0, 3, 1)]
+    (tmp_path / "bare").mkdir()
+    steps, loss = _values(_run(tmp_path / "bare", lines), "loss")
+    assert steps == list(range(6)) and loss == [round(3 - 0.2 * s, 4) for s in range(6)]
+    hosts = [f"worker-{h}: [default{h}]: iteration {10 * s}/1000 | lm loss: {7 - 0.3 * s + 0.01 * h:.4f}" for s in range(1, 7) for h in range(4)]
+    (tmp_path / "hosts").mkdir()
+    steps, loss = _values(_run(tmp_path / "hosts", hosts), "lm_loss")
+    assert steps == [10, 20, 30, 40, 50, 60] and loss == [round(7 - 0.3 * s, 4) for s in range(1, 7)]
+
+
+def test_one_rank_tagging_its_lines_is_read_as_it_is(tmp_path):
+    lines = [f"[Rank 0] step={s}, skipped=0, lr=[1e-05]\nsteps: {s} loss: {2.3 - 0.0001 * s:.4f}" for s in range(100, 700, 100)]
+    steps, loss = _values(_run(tmp_path, lines), "loss")
+    assert steps == [100, 200, 300, 400, 500, 600]

@@ -166,6 +166,11 @@ def is_text_log_head(head: str) -> bool:
 #: A logging prefix's `file.py:line:function` is no such word (DeepSpeed's `[stage2.py:1628:step] ... OVERFLOW!`).
 _COUNTER_WORD = re.compile(r"(?<!\d:)\b(?:epoch|step|iteration|iter)s?\s*[:=#]?\s*[^\d\s.,;!]", re.IGNORECASE)
 _LOSS_WORD = re.compile(r"loss|xent|ppl|perplexity|mse|mae|scale", re.IGNORECASE)
+#: A rank tag at a line's start (`[rank3]:`, `[Rank 0]`, `rank=3`, torchrun's `[default3]:`): every rank
+#: of a distributed run may print the same steps.
+RANK_TAG = re.compile(r"(?:^|[\s\[(])(?:rank\s*[:=#]?\s*|default)(\d+)\b", re.IGNORECASE)
+#: Characters from a line's start a rank tag is looked for in (a logging prefix comes first).
+_RANK_REACH = 80
 #: A NaN loss said in words (`Stopping epoch because loss is NaN`, `NaN loss detected`, `loss became
 #: inf`): a NaN point of the log's total loss at the step the line gives, or, with no counter on it,
 #: after the last record when no value follows it (see `_Parser.closing_nan`).
@@ -265,10 +270,17 @@ class _Parser:
         #: follows (`Stopping training because loss is NaN`); mid-log (`received a nan loss, setting
         #: loss value to 0`, then the trainer prints its stand-in) it is no point.
         self.closing_nan: str | None = None
+        #: The rank the line being fed is tagged with, and each record's (rows of several ranks: `wide`
+        #: keeps the lowest rank's).
+        self.line_rank: int | None = None
+        self.row_ranks: dict[int, int] = {}
+        self.rank_note = ""
 
     def feed(self, line: str) -> None:
         if line.strip():
             self.lines_since_record += 1
+        tag = RANK_TAG.search(line, 0, _RANK_REACH)
+        self.line_rank = int(tag[1]) if tag else None
         if not _HAS_DIGIT.search(line):
             stated = NAN_STATEMENT.search(line)
             if stated:
@@ -391,6 +403,8 @@ class _Parser:
 
     def _open(self, counters: dict[str, float], gathers: bool, keras: bool = False) -> _Record:
         self.record = _Record(self.next_row, counters, gathers, keras)
+        if self.line_rank is not None:
+            self.row_ranks[self.next_row] = self.line_rank
         self.next_row += 1
         return self.record
 
@@ -436,6 +450,14 @@ class _Parser:
         rows = np.frombuffer(self.rows, dtype=np.int64)
         ids = np.frombuffer(self.ids, dtype=np.int64)
         values = np.frombuffer(self.values, dtype=np.float64)
+        ranks = set(self.row_ranks.values())
+        if len(ranks) > 1:
+            # every rank printed its lines: one rank's are the run's (the others repeat or shadow them)
+            lowest = min(ranks)
+            other = np.array([row for row, rank in self.row_ranks.items() if rank != lowest], dtype=np.int64)
+            mine = ~np.isin(rows, other)
+            rows, ids, values = rows[mine], ids[mine], values[mine]
+            self.rank_note = f"lines of {len(ranks)} ranks: rank {lowest}'s read, {len(other)} record(s) of the others left out"
         kept = np.unique(rows)
         # each name's values in feed order, grouped by one stable sort (a scan per name is
         # quadratic in a line of 20,000 names); columns built in numpy, nulls set once each
@@ -668,6 +690,8 @@ def _scalars(parsed: _Parser, label: str) -> tuple[pl.DataFrame, list[str], list
     if scalars.is_empty():
         raise ReadError(f"{label}: no line with a metric value in this text log")
     notes = steps.notes + notes + _pattern_notes(parsed.patterns)
+    if getattr(parsed, "rank_note", ""):
+        notes.append(parsed.rank_note)
     if parsed.skipped:
         notes.append(f"{parsed.skipped} line(s) with numbers gave no metric, e.g. {parsed.skipped_example!r}")
     return scalars, notes, warnings
