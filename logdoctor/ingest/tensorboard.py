@@ -33,7 +33,6 @@ from . import Claim, ReadError, Source
 from .fs import is_dir, is_special
 from .hparams import load_config_file
 from .stepless import number_stepless
-from .tfevents import leading_tags, read_event_file
 
 #: Subfolder names that mark a Keras / estimator style split of one run.
 SPLIT_NAMES = {"train", "training", "validation", "valid", "val", "eval", "evaluation", "test"}
@@ -80,6 +79,8 @@ def _part_of_parent(folder: Path, sub: str, events: list[str]) -> bool:
     inside it; only the first records of its first file are read to tell."""
     if sub.lower() in SPLIT_NAMES or _TIMESTAMP.fullmatch(sub):
         return True
+    from .tfevents import leading_tags  # the event reader (CRC tables, crc32c) loads only where event files are
+
     try:
         tags = leading_tags(folder / sub / events[0])
     except OSError:
@@ -136,6 +137,8 @@ def _drop_orphans(frames: list[pl.DataFrame], names: list[str], notes: list[str]
 
 
 def read(source: Source) -> list[Run]:
+    from .tfevents import read_event_file  # lazy: discovery of other formats never loads the event reader
+
     warnings: list[str] = []
     notes: list[str] = []
     config: dict = {}

@@ -39,7 +39,6 @@ from .fs import is_file
 from .hparams import flatten, load_config_file, unwrap_wandb
 from .limits import limits_line
 from .wandb_history import frame_from_rows, read_history
-from .wandb_records import read_wandb_file
 
 HISTORY = "wandb-history.jsonl"
 SUMMARY = "wandb-summary.json"
@@ -109,6 +108,8 @@ class _Segment:
 
 def _read_records(folder: Path, history: Path | None, seg: _Segment) -> bool:
     """Fill `seg` from the folder's .wandb file(s); False when they could not be used."""
+    from .wandb_records import read_wandb_file  # lazy: its protobuf schema loads only for a .wandb file
+
     used = False
     record_files = sorted(p for p in folder.iterdir() if p.is_file() and _is_record_file(p.name))
     for path in record_files:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.rule import Rule
 from rich.text import Text
 
@@ -293,6 +292,8 @@ def render_terminal(
         if len(diagnosis.runs) >= SUMMARY_MIN_RUNS and not skip_healthy:
             render_summary(diagnosis, console)
     for title, body in extra_sections or []:
+        from rich.markdown import Markdown  # markdown-it and pygments load only for extra sections
+
         console.print()
         console.print(Rule(title, align="left"))
         console.print(Markdown(body))
