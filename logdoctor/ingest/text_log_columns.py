@@ -174,7 +174,8 @@ class _Reader:
             text = lines.str.join("\n").item()
         if _MARK in text:
             return False
-        if lines.str.slice(0, _RANK_REACH).str.extract(f"(?i){RANK_TAG.pattern}", 1).drop_nulls().n_unique() > 1:
+        heads = lines.str.slice(0, _RANK_REACH)
+        if heads.str.contains(r"(?i)rank|default").any() and heads.str.extract(f"(?i){RANK_TAG.pattern}", 1).drop_nulls().n_unique() > 1:
             return False  # lines of several ranks: the line-by-line reading keeps one rank's
         codes = np.frombuffer(text.encode(), dtype=np.uint8)
         if codes.size and codes.max() >= 128 and lines.str.contains(r"[\d&&[^0-9]]").any():
