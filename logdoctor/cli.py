@@ -391,7 +391,8 @@ def _emit(diagnosis, fmt: OutputFormat, output: Optional[Path], style: Style, ex
             _console(stderr=True).print("note: Markdown on stdout has no plots; use -o report.md to write them")
         with _progress("plotting", enabled=not quiet and plots_dir is not None) as progress:
             try:
-                text = render_markdown(diagnosis, extra_sections=sections, plots_dir=plots_dir, progress=progress, config_source=style.config_source)
+                text = render_markdown(diagnosis, extra_sections=sections, plots_dir=plots_dir, progress=progress,
+                                       config_source=style.config_source, quiet=quiet, verbose=style.verbose)
             except OSError as exc:
                 raise fail(f"{plots_dir}: cannot write plots ({exc.strerror})") from None
         _write(text, output)

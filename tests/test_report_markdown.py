@@ -134,3 +134,27 @@ def test_on_off_options_show_no_value_in_help():
     result = CliRunner().invoke(app, ["analyze", "--help"], env={"COLUMNS": "120"})
     ours = [line for line in result.stdout.splitlines() if any(f in line for f in ("--quiet", "--no-plots", "--trust-checkpoint"))]
     assert len(ours) == 3 and not any("<bool>" in line for line in ours)
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_runs"
+
+
+@pytest.mark.skipif(not any(SAMPLES.glob("*")), reason="sample_runs/ is empty")
+def test_the_bundled_runs_report_fits_one_github_comment():
+    """The README sells the Markdown report for pasting into an issue or PR; GitHub refuses a comment
+    over 65,536 characters and the 52 bundled runs made 74,384. A code's causes and fixes now come
+    once and are linked after; -q drops the healthy runs' sections."""
+    from logdoctor.diagnose import analyze
+    from logdoctor.report.text import by_severity, md_escape, slug
+
+    diagnosis = analyze(SAMPLES)
+    ordered = by_severity(diagnosis.runs)
+    # the image line each run's section gets when plots are written beside `r.md`
+    images = sum(len(f"![loss and findings of {md_escape(rd.run.name)}](r_plots/{i:04d}-{slug(rd.run.name)}.png)\n\n")
+                 for i, rd in enumerate(ordered, 1))
+    full = render_markdown(diagnosis)
+    assert len(full) + images <= 65_536
+    quiet = render_markdown(diagnosis, quiet=True)
+    assert len(quiet) < len(full) and "No problem found." not in quiet
+    assert all(rd.run.name.replace("_", "\\_") in quiet for rd in diagnosis.runs)  # every run is still in the table
+    assert "as for [" in full and "as for [" not in render_markdown(diagnosis, verbose=True)

@@ -25,7 +25,7 @@ from urllib.parse import quote
 from .. import __version__
 from ..model import Diagnosis, Finding, RunDiagnosis
 from .sparkline import sparkline
-from .text import by_severity, counts_line, evidence_items, fmt_num, main_loss, md_code, md_escape, plain_fixes, slug, step_range, verdict
+from .text import Advice, by_severity, counts_line, evidence_items, fmt_num, main_loss, md_code, md_escape, plain_fixes, slug, step_range, verdict
 
 STATUS_MARK = {"critical": "🔴", "warning": "🟠", "healthy": "🟢", "not checked": "🔵", "stopped": "🟣"}
 SEVERITY_MARK = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
@@ -35,7 +35,9 @@ def _anchor(i: int) -> str:
     return f"run-{i}"
 
 
-def _finding(i: int, f: Finding) -> list[str]:
+def _finding(i: int, f: Finding, advice: Advice, place: tuple[str, str]) -> list[str]:
+    """A finding: headline, where, evidence, then its causes and fixes, or, when an earlier run's
+    section printed the same ones for this code, a link to them (`place`: this run's name and anchor)."""
     lines = [f"**{i}. `{f.code}`** — {f.severity}, confidence {f.confidence:.2f}: {md_escape(f.title)}", ""]
     loc = ", ".join(p for p in (md_code(f.metric) if f.metric else "", step_range(f)) if p)
     if loc:
@@ -43,6 +45,10 @@ def _finding(i: int, f: Finding) -> list[str]:
     items = evidence_items(f.evidence, f.code)
     if items:
         lines.append("- **evidence:** " + ", ".join(f"{md_escape(k)} **{md_escape(v)}**" for k, v in items))
+    if not advice.first_time(f, place):
+        name, anchor = advice.place(f.code)
+        lines += [f"- **causes, fix:** as for [{md_escape(name)}](#{anchor}) · `logdoctor explain {f.code}`", ""]
+        return lines
     if f.causes:
         lines.append("- **likely causes:**")
         lines += [f"  {n}. {md_escape(c)}" for n, c in enumerate(f.causes, 1)]
@@ -57,7 +63,7 @@ def _finding(i: int, f: Finding) -> list[str]:
     return lines
 
 
-def _run(i: int, rd: RunDiagnosis, plot: str | None, plot_error: str = "") -> list[str]:
+def _run(i: int, rd: RunDiagnosis, plot: str | None, advice: Advice, plot_error: str = "") -> list[str]:
     lines = [
         f'<a id="{_anchor(i)}"></a>',
         "",
@@ -76,7 +82,7 @@ def _run(i: int, rd: RunDiagnosis, plot: str | None, plot_error: str = "") -> li
     if not rd.findings:
         lines += ["No problem found.", ""]
     for n, f in enumerate(rd.findings, 1):
-        lines += _finding(n, f)
+        lines += _finding(n, f, advice, (rd.run.name, _anchor(i)))
     for w in rd.run.warnings:
         lines.append(f"> ⚠️ {md_escape(w)}")
     if rd.run.warnings:
@@ -85,16 +91,16 @@ def _run(i: int, rd: RunDiagnosis, plot: str | None, plot_error: str = "") -> li
 
 
 def summary_table(diagnosis: Diagnosis, index: dict[int, int]) -> list[str]:
-    """Worst-first table of runs; `index` maps id(run diagnosis) to its section number (for links)."""
+    """Worst-first table of runs; `index` maps id(run diagnosis) to its section number (for links; a run
+    without a section is named, not linked)."""
     lines = ["| status | run | findings | loss | last |", "| --- | --- | --- | --- | ---: |"]
     for rd in by_severity(diagnosis.runs):
         loss = main_loss(rd)
         last = fmt_num(loss.values[-1]) if loss is not None else ""
         codes = " ".join(f"{SEVERITY_MARK.get(f.severity, '')}`{f.code}`" for f in rd.findings)
-        lines.append(
-            f"| {STATUS_MARK.get(verdict(rd), '')} {verdict(rd)} | [{md_escape(rd.run.name)}](#{_anchor(index[id(rd)])}) "
-            f"| {codes} | {sparkline(loss, 12)} | {last} |"
-        )
+        name = md_escape(rd.run.name)
+        run = f"[{name}](#{_anchor(index[id(rd)])})" if id(rd) in index else name  # -q: healthy runs have no section
+        lines.append(f"| {STATUS_MARK.get(verdict(rd), '')} {verdict(rd)} | {run} | {codes} | {sparkline(loss, 12)} | {last} |")
     return lines + [""]
 
 
@@ -126,17 +132,25 @@ def render_markdown(
     plots_href: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     config_source: str | None = None,
+    quiet: bool = False,
+    verbose: bool = False,
 ) -> str:
     """The whole report as Markdown; with `plots_dir`, one PNG per run is written there and linked.
-    `config_source` names the configuration file used (in the header), if any."""
+    `config_source` names the configuration file used (in the header), if any.
+
+    Sized to paste into an issue or PR (GitHub takes 65,536 characters a comment): a code's causes
+    and fixes are printed in full at its first (worst) run and linked from the others (`verbose`:
+    everywhere); `quiet` leaves healthy runs to the summary table, without a section."""
     ordered = by_severity(diagnosis.runs)
+    sections = [rd for rd in ordered if not (quiet and verdict(rd) == "healthy")]
+    advice = Advice(verbose, full=True)
     figures = iter(())
-    if plots_dir is not None and ordered:
+    if plots_dir is not None and sections:
         from .plots import draw_all
 
         plots_dir.mkdir(exist_ok=True)
         _remove_own_plots(plots_dir)
-        figures = draw_all(ordered, progress)
+        figures = draw_all(sections, progress)
     # the folder's own bytes, percent-encoded: a space or a Latin-1 byte in a report's name would break the link
     href = plots_href if plots_href is not None else (quote(os.fsencode(plots_dir.name)) if plots_dir else "")
     lines = [
@@ -150,21 +164,21 @@ def render_markdown(
         lines += [f"## {title}", "", body.rstrip(), ""]
     if not diagnosis.runs:
         lines += [f"No training runs found under {md_code(diagnosis.root)}.", ""]
-    index = {id(rd): i for i, rd in enumerate(ordered, 1)}
+    index = {id(rd): i for i, rd in enumerate(sections, 1)}
     if len(diagnosis.runs) > 1:
         lines += ["## Summary", ""] + summary_table(diagnosis, index)
-    if diagnosis.runs:
+    if sections:
         lines += ["## Runs", ""]
     written: list[str] = []
-    for i, rd in enumerate(ordered, 1):
+    for i, rd in enumerate(sections, 1):
         plot, figure = None, next(figures, None)
         if figure is not None and figure.png:
             name = f"{i:04d}-{slug(rd.run.name)}.png"
             (plots_dir / name).write_bytes(figure.png)
             written.append(name)
             plot = f"{href}/{name}" if href else name
-        lines += _run(i, rd, plot, figure.error if figure is not None else "")
-    if plots_dir is not None and ordered:
+        lines += _run(i, rd, plot, advice, figure.error if figure is not None else "")
+    if plots_dir is not None and sections:
         (plots_dir / _MANIFEST).write_text("\n".join(written), encoding="utf-8")
     if diagnosis.errors:
         lines += ["## Skipped", ""] + [f"- {md_escape(e)}" for e in diagnosis.errors] + [""]

@@ -37,7 +37,7 @@ from rich.text import Text
 from ..model import Diagnosis, Finding, RunDiagnosis, Series
 from .sparkline import sparkline
 from ..naming import fit_names
-from .text import TOP_EVIDENCE, by_severity, counts_line, evidence_items, fmt_num, main_loss, plain_fixes, verdict, where
+from .text import TOP_CAUSES, TOP_EVIDENCE, Advice, by_severity, counts_line, evidence_items, fmt_num, main_loss, plain_fixes, verdict, where
 
 VERDICT_STYLE = {"critical": "bold red", "warning": "bold yellow", "healthy": "bold green", "not checked": "bold cyan", "stopped": "bold magenta"}
 VERDICT_MARK = {"critical": "✖", "warning": "▲", "healthy": "✓", "not checked": "·", "stopped": "■"}
@@ -47,8 +47,6 @@ SUMMARY_MIN_RUNS = 3
 #: Below this width the summary table marks status with its symbol alone and draws shorter
 #: sparklines, leaving the room to run names.
 WIDE = 100
-#: Causes shown per finding (the rest are in `logdoctor explain CODE` and the other formats).
-TOP_CAUSES = 2
 
 
 def status_text(rd: RunDiagnosis) -> Text:
@@ -92,26 +90,6 @@ def evidence_line(f: Finding, limit: int | None = TOP_EVIDENCE, located: bool = 
     if len(items) > len(shown):
         text += f" (+{len(items) - len(shown)} more: -v)"
     return ": ".join(p for p in (where(f) if located else "", text) if p)
-
-
-class Advice:
-    """Which causes, fixes and probes the report has already printed, per finding code.
-
-    The same code on twenty runs has the same causes and fix: printed in full once (its first,
-    worst run) and referred to after that, unless a run's are different (a replay probe that
-    confirmed one cause moves it first) or `verbose` asks for every one.
-    """
-
-    def __init__(self, verbose: bool = False):
-        self.verbose = verbose
-        self.shown: dict[str, tuple] = {}
-
-    def first_time(self, f: Finding) -> bool:
-        said = (tuple(f.causes[:TOP_CAUSES]), tuple(plain_fixes(f)[:1]), f.probe)
-        if self.verbose or self.shown.get(f.code) != said:
-            self.shown[f.code] = said
-            return True
-        return False
 
 
 def _finding(console: Console, i: int, f: Finding, advice: Advice) -> None:

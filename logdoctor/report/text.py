@@ -215,6 +215,39 @@ def plain_fixes(f: Finding) -> list[str]:
     return [x for x in f.fixes if not x.startswith(_PROBE_FIX)]
 
 
+#: Causes the terminal shows per finding (the rest are in `logdoctor explain CODE` and the other formats).
+TOP_CAUSES = 2
+
+
+class Advice:
+    """Which causes, fixes and probes a report has already printed, per finding code, and where.
+
+    The same code on twenty runs has the same causes and fix: printed in full once (its first,
+    worst run) and referred to after that, unless a run's are different (a replay probe that
+    confirmed one cause moves it first) or `verbose` asks for every one. `full`: the report
+    prints every cause and fix (Markdown), so all of them must match to refer back.
+    """
+
+    def __init__(self, verbose: bool = False, full: bool = False):
+        self.verbose = verbose
+        self.full = full
+        self.shown: dict[str, tuple] = {}
+        self.places: dict[str, Any] = {}
+
+    def first_time(self, f: Finding, place: Any = None) -> bool:
+        """Whether `f`'s advice is to be printed here (remembering `place` as where it was)."""
+        said = (tuple(f.causes), tuple(plain_fixes(f)), f.probe) if self.full else (
+            tuple(f.causes[:TOP_CAUSES]), tuple(plain_fixes(f)[:1]), f.probe)
+        if self.verbose or self.shown.get(f.code) != said:
+            self.shown[f.code], self.places[f.code] = said, place
+            return True
+        return False
+
+    def place(self, code: str) -> Any:
+        """Where the advice for `code` was printed (the `place` its first_time was given)."""
+        return self.places.get(code)
+
+
 def by_severity(runs: list[RunDiagnosis]) -> list[RunDiagnosis]:
     """Runs worst first: verdict, then their top finding's severity and confidence, then name.
 
