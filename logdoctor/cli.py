@@ -545,8 +545,8 @@ def compare(
     fail_on: CompareFailOn = typer.Option(CompareFailOn.never, "--fail-on", help="regression: exit 1 when the primary loss or the task metric is behind beyond the noise."),
     no_plots: bool = flag("--no-plots", help="Markdown/HTML without plots."),
 ) -> None:
-    """Did my change make training worse? The run against its baselines, per shared metric: behind, level or ahead
-    beyond the noise, from which step, by how much at the end and at its best; settings and findings that differ."""
+    """Compare a run with its baselines: did my change make training worse? Per shared metric: behind, level or
+    ahead beyond the noise, from which step, by how much at the end and at its best; settings and findings that differ."""
     from .compare import AlignError, CompareError
     from .compare import compare as run_compare
     from .report.compare_render import render_comparison
@@ -576,8 +576,8 @@ def compare(
 
 @app.command()
 def mcp() -> None:
-    """Serve analyze, inspect, explain and compare as MCP tools over stdio, for coding agents (needs the mcp extra:
-    pip install 'logdoctor[mcp]'); each tool answers with the JSON contract."""
+    """Serve the tools to coding agents over MCP: analyze, inspect, explain and compare on stdio, each answering
+    with the JSON contract (needs the mcp extra: pip install 'logdoctor[mcp]')."""
     try:
         from .mcp_server import serve
         import mcp as _sdk  # noqa: F401 - the SDK is an optional extra: say so before serving
