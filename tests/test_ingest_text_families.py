@@ -345,3 +345,17 @@ def test_one_rank_tagging_its_lines_is_read_as_it_is(tmp_path):
     lines = [f"[Rank 0] step={s}, skipped=0, lr=[1e-05]\nsteps: {s} loss: {2.3 - 0.0001 * s:.4f}" for s in range(100, 700, 100)]
     steps, loss = _values(_run(tmp_path, lines), "loss")
     assert steps == [100, 200, 300, 400, 500, 600]
+
+
+def test_every_host_printing_the_same_lines_is_read_once(tmp_path):
+    """A launcher prefixing each line with its host (`10.0.1.7: {'loss': ...}`), three hosts a step."""
+    lines = [f"{host}: {{'loss': {1.9 - 0.2 * s:.4f}, 'learning_rate': 5e-05, 'epoch': {0.01 * s:.2f}}}"
+             for s in range(1, 7) for host in ("10.0.1.9", "10.0.1.7", "node-3")]
+    run = _run(tmp_path, lines)
+    assert _values(run, "loss")[1] == [round(1.9 - 0.2 * s, 4) for s in range(1, 7)]
+    assert any("lines of 3 hosts" in n for n in run.notes)
+
+
+def test_a_counter_before_a_colon_is_no_host(tmp_path):
+    lines = [f"step{s}: loss {2.0 - 0.1 * s:.2f}" for s in range(1, 8)]
+    assert len(_values(_run(tmp_path, lines), "loss")[1]) == 7

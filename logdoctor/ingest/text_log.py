@@ -171,6 +171,24 @@ _LOSS_WORD = re.compile(r"loss|xent|ppl|perplexity|mse|mae|scale", re.IGNORECASE
 RANK_TAG = re.compile(r"(?:^|[\s\[(])(?:rank\s*[:=#]?\s*|default)(\d+)\b", re.IGNORECASE)
 #: Characters from a line's start a rank tag is looked for in (a logging prefix comes first).
 _RANK_REACH = 80
+#: A host name before a colon at a line's start (pdsh and the DeepSpeed launcher: `10.0.0.3: ...`,
+#: `worker-2: ...`): an address, or a name holding a digit that is no counter word (`epoch1:`).
+HOST_TAG = re.compile(r"^\s*((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w-]*\d[\w-]*)\s*:\s")
+_NO_HOST = {"epoch", "epochs", "step", "steps", "iter", "iters", "iteration", "batch", "train", "val", "valid", "test", "eval", "gpu", "cuda"}
+#: More distinct host names than this are no hosts (a line-numbered listing is not a cluster).
+_MAX_HOSTS = 64
+
+
+def source_of(line: str) -> tuple[str, int | str] | None:
+    """Which process printed a line, where it says: ("rank", N) for a rank tag, else ("host", name)
+    for a host prefix, else None."""
+    tag = RANK_TAG.search(line, 0, _RANK_REACH)
+    if tag:
+        return ("rank", int(tag[1]))
+    host = HOST_TAG.match(line)
+    if host and re.sub(r"[\d_-]", "", host[1]).lower() not in _NO_HOST:
+        return ("host", host[1])
+    return None
 #: A NaN loss said in words (`Stopping epoch because loss is NaN`, `NaN loss detected`, `loss became
 #: inf`): a NaN point of the log's total loss at the step the line gives, or, with no counter on it,
 #: after the last record when no value follows it (see `_Parser.closing_nan`).
@@ -270,17 +288,16 @@ class _Parser:
         #: follows (`Stopping training because loss is NaN`); mid-log (`received a nan loss, setting
         #: loss value to 0`, then the trainer prints its stand-in) it is no point.
         self.closing_nan: str | None = None
-        #: The rank the line being fed is tagged with, and each record's (rows of several ranks: `wide`
-        #: keeps the lowest rank's).
-        self.line_rank: int | None = None
-        self.row_ranks: dict[int, int] = {}
+        #: The process (rank or host, `source_of`) the line being fed names, and each record's (rows
+        #: of several ranks or hosts: `wide` keeps one's).
+        self.line_source: tuple[str, int | str] | None = None
+        self.row_sources: dict[int, tuple[str, int | str]] = {}
         self.rank_note = ""
 
     def feed(self, line: str) -> None:
         if line.strip():
             self.lines_since_record += 1
-        tag = RANK_TAG.search(line, 0, _RANK_REACH)
-        self.line_rank = int(tag[1]) if tag else None
+        self.line_source = source_of(line)
         if not _HAS_DIGIT.search(line):
             stated = NAN_STATEMENT.search(line)
             if stated:
@@ -403,8 +420,8 @@ class _Parser:
 
     def _open(self, counters: dict[str, float], gathers: bool, keras: bool = False) -> _Record:
         self.record = _Record(self.next_row, counters, gathers, keras)
-        if self.line_rank is not None:
-            self.row_ranks[self.next_row] = self.line_rank
+        if self.line_source is not None:
+            self.row_sources[self.next_row] = self.line_source
         self.next_row += 1
         return self.record
 
@@ -434,6 +451,15 @@ class _Parser:
                 evidence = _MIN_EVIDENCE
         self.evidence += evidence
 
+    def _one_source(self) -> tuple[str, int | str] | None:
+        """The process whose lines are read when several printed theirs: the lowest rank, else the
+        first host name in order (from 2 to `_MAX_HOSTS` hosts); None when one process printed."""
+        ranks = {value for kind, value in self.row_sources.values() if kind == "rank"}
+        if len(ranks) > 1:
+            return ("rank", min(ranks))
+        hosts = {value for kind, value in self.row_sources.values() if kind == "host"}
+        return ("host", min(hosts)) if 1 < len(hosts) <= _MAX_HOSTS else None
+
     def finish(self) -> None:
         """The end of the lines: a NaN said in words with nothing after it is the loss's last point."""
         if self.closing_nan is not None:
@@ -450,14 +476,14 @@ class _Parser:
         rows = np.frombuffer(self.rows, dtype=np.int64)
         ids = np.frombuffer(self.ids, dtype=np.int64)
         values = np.frombuffer(self.values, dtype=np.float64)
-        ranks = set(self.row_ranks.values())
-        if len(ranks) > 1:
-            # every rank printed its lines: one rank's are the run's (the others repeat or shadow them)
-            lowest = min(ranks)
-            other = np.array([row for row, rank in self.row_ranks.items() if rank != lowest], dtype=np.int64)
+        keep = self._one_source()
+        if keep is not None:
+            # every rank (or host) printed its lines: one's are the run's (the others repeat or shadow them)
+            other = np.array([row for row, source in self.row_sources.items() if source[0] == keep[0] and source != keep], dtype=np.int64)
             mine = ~np.isin(rows, other)
             rows, ids, values = rows[mine], ids[mine], values[mine]
-            self.rank_note = f"lines of {len(ranks)} ranks: rank {lowest}'s read, {len(other)} record(s) of the others left out"
+            count = len({source for source in self.row_sources.values() if source[0] == keep[0]})
+            self.rank_note = f"lines of {count} {keep[0]}s: {keep[0]} {keep[1]}'s read, {len(other)} record(s) of the others left out"
         kept = np.unique(rows)
         # each name's values in feed order, grouped by one stable sort (a scan per name is
         # quadratic in a line of 20,000 names); columns built in numpy, nulls set once each

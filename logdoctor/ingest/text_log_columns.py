@@ -21,7 +21,7 @@ once), so most of the work can be done a block of lines at a time in polars:
 This holds only while no line's meaning depends on an open record: a counter-only
 line that gathers the value lines after it, a line of several records run together,
 Keras' `Epoch N/M` and progress bars, a YOLO results.txt row,
-a table's header, a NaN loss said in words, lines of several ranks, or a shape whose parse would not be the same for every line of it
+a table's header, a NaN loss said in words, lines of several ranks or hosts, or a shape whose parse would not be the same for every line of it
 (the `#` a shape is keyed by stands in the line itself too; a digit outside ASCII;
 a number polars does not read as Python does). A file with any of them is read
 line by line instead (`parse` gives None), so both readings give the same records,
@@ -40,7 +40,7 @@ import polars as pl
 from .csv_steps import grain
 from .text_line import _DIGITS, Shape, extract
 from .text_log import (
-    _ANSI, _COUNTER_WORD, _KERAS_EPOCH, _PROGRESS, _RANK_REACH, _YOLO_ROW, NAN_STATEMENT, RANK_TAG, Wide, _header_names, ascii_forms,
+    _ANSI, _COUNTER_WORD, _KERAS_EPOCH, _PROGRESS, _RANK_REACH, _YOLO_ROW, HOST_TAG, NAN_STATEMENT, RANK_TAG, Wide, _header_names, ascii_forms,
     display, is_table_header,
 )
 
@@ -175,8 +175,9 @@ class _Reader:
         if _MARK in text:
             return False
         heads = lines.str.slice(0, _RANK_REACH)
-        if heads.str.contains(r"(?i)rank|default").any() and heads.str.extract(f"(?i){RANK_TAG.pattern}", 1).drop_nulls().n_unique() > 1:
-            return False  # lines of several ranks: the line-by-line reading keeps one rank's
+        ranked = heads.str.contains(r"(?i)rank|default").any() and heads.str.extract(f"(?i){RANK_TAG.pattern}", 1).drop_nulls().n_unique() > 1
+        if ranked or heads.str.extract(HOST_TAG.pattern, 1).drop_nulls().n_unique() > 1:
+            return False  # lines of several ranks or hosts: the line-by-line reading keeps one's
         codes = np.frombuffer(text.encode(), dtype=np.uint8)
         if codes.size and codes.max() >= 128 and lines.str.contains(r"[\d&&[^0-9]]").any():
             return False  # a digit outside ASCII: Python and polars may not agree on it
