@@ -270,7 +270,7 @@ def test_evidence_reads_as_named_quantities_with_units():
     text = evidence_text(ev)
     assert "validation from its best 2.919 → 5.368, best val at step 39, validation change from its best +84%" in text
     assert evidence_text({"median_ratio": 70.62}, "clip_saturation") == "median norm / threshold 70.62×"  # a rule's own key
-    for phrase in ("largest spike 2,058 σ", "pattern repeat r 0.73", "steps clipped 100%",
+    for phrase in ("largest spike 2,058× the noise", "pattern repeat r 0.73", "steps clipped 100%",
                    "slope -1.154 per 1k steps", "trend p = 1.4e-7", "spikes at steps 200, 1,032"):
         assert phrase in text
     assert evidence_text({"floor_at_fraction": 0.0004}) == "floor reached at 0.04%"  # never "0.0%" for a value that is not 0

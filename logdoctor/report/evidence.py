@@ -16,7 +16,7 @@ Each entry: key -> (label, kind, meaning). `kind` picks the number style:
     share    a fraction of 1, shown in %      84%
     change   a relative change, signed %      +84%
     times    a ratio                          70.6×
-    sigmas   a multiple of the noise          12 σ
+    sigmas   a multiple of the noise          12× the noise
     per1k    a slope per 1,000 steps          -1.15 per 1k steps
     p        a p-value                        p = 1.4e-7
     r        a correlation / rank statistic   r = 0.96
@@ -51,10 +51,10 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "best_step": ("best at", "step", "the step of the best loss level"),
     "loss_initial_level": ("opening level", "level", "the loss's level over the opening tenth of the run"),
     "points": ("points", "count", "points in the judged series"),
-    "trend_tau": ("trend τ", "r", "Mann-Kendall rank correlation of the level with the step: -1 always falling, +1 always rising"),
+    "trend_tau": ("trend steadiness τ", "r", "Mann-Kendall rank correlation of the level with the step: -1 always falling, +1 always rising"),
     "p_value": ("trend", "p", "p-value of the Mann-Kendall trend test"),
     "relative_drop": ("fall start to end", "share", "(start level - end level) / start level"),
-    "noise_sigma": ("noise σ", "level", "robust standard deviation of the point-to-point noise"),
+    "noise_sigma": ("noise (std dev)", "level", "robust standard deviation of the point-to-point noise"),
     "kind": ("kind", "value", "which form of the problem was found"),
     # flat
     "relative_best_drop": ("fall start to best", "share", "(start level - best level) / start level"),
@@ -85,7 +85,7 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "rise_over_noise": ("rise", "sigmas", "the climb in noise sigmas"),
     # oscillate
     "excursion_rate": ("leaps above the running level", "share", "share of the second half's points far above the rolling median"),
-    "excursion_burst_lift": ("leaps come in bursts", "times", "P(leap given a leap before) / P(leap): above 1, leaps cluster"),
+    "excursion_burst_lift": ("back-to-back leaps vs chance", "times", "P(leap given a leap before) / P(leap): above 1, leaps cluster"),
     "excursion_median_sigmas": ("typical leap", "sigmas", "median leap height in noise sigmas"),
     "relapse_rate": ("leaps back above the start", "share", "share of leaps that go back above where the run started"),
     "late_noise_over_progress": ("late noise / progress", "share", "the second half's noise as a share of the run's progress"),
@@ -101,7 +101,7 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "spike_steps": ("spikes at", "steps", "the spikes' steps"),
     "max_height": ("largest spike height", "level", "height of the largest spike above the local level"),
     "max_height_over_progress": ("largest spike / progress", "times", "the largest spike as a multiple of the run's progress"),
-    "spike_mass": ("spike weight", "count", "sum over the spikes of min(1, height / progress): 1 or more warns"),
+    "spike_mass": ("spikes, weighted by height", "count", "sum over the spikes of min(1, height / progress): 1 or more warns"),
     "max_robust_z": ("largest spike", "sigmas", "the largest spike in robust sigmas (rolling MAD) above the local level"),
     "local_level_at_max": ("local level there", "level", "the rolling median at the largest spike"),
     # epoch_jumps
@@ -118,9 +118,9 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "val_best_step": ("best val at", "step", "the step of the best validation level"),
     "val_end": ("validation at end", "level", "the validation level at the end"),
     "val_relative_change": ("validation change from its best", "change", "(end - best) / best"),
-    "val_noise": ("val noise σ", "level", "robust noise of the validation series"),
+    "val_noise": ("val noise (std dev)", "level", "robust noise of the validation series"),
     "evaluations_after_best": ("evaluations after the best", "count", "validation points after the best one"),
-    "val_trend_tau": ("val trend τ after its best", "r", "rank correlation of the validation level with the step after its best"),
+    "val_trend_tau": ("val trend steadiness τ after its best", "r", "rank correlation of the validation level with the step after its best"),
     "val_trend_p": ("val trend", "p", "p-value of that trend"),
     "val_held_share": ("evaluations still up", "share", "share of later evaluations at least half the rise above the best"),
     "train_at_val_best": ("train loss at the val best", "level", "the training level at the best validation step"),

@@ -109,7 +109,7 @@ def _scalar(value: Any) -> bool:
 
 
 #: Number kinds that are the number with a unit around it.
-_UNIT_OF_KIND = {"times": "{}×", "sigmas": "{} σ", "per1k": "{} per 1k steps", "p": "p = {}"}
+_UNIT_OF_KIND = {"times": "{}×", "sigmas": "{}× the noise", "per1k": "{} per 1k steps", "p": "p = {}"}
 
 
 def styled(value: Any, kind: str) -> str:
