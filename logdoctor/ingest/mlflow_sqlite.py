@@ -32,7 +32,7 @@ from ..model import Run, tidy
 from . import Claim, ReadError, Source
 from .hparams import parse_scalar
 from .mlflow import drop_closing_summaries
-from .sqlite_db import DB_SUFFIXES, SIDECARS, open_readonly, peek_schema, read_error, schema, sidecars
+from .sqlite_db import DB_SUFFIXES, SIDECARS, has_tables, peek, read_runs, sidecars
 from .stepless import number_stepless
 
 #: The file name MLflow gives its database: claimed by name, so a damaged or locked one is reported.
@@ -49,7 +49,7 @@ _LARGEST = 1.7976931348623157e308
 
 
 def is_mlflow(tables: dict[str, set[str]]) -> bool:
-    return all(columns <= tables.get(table, set()) for table, columns in _SIGNATURE.items())
+    return has_tables(tables, _SIGNATURE)
 
 
 def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
@@ -58,7 +58,7 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
         if not name.lower().endswith(DB_SUFFIXES):
             continue
         path = folder / name
-        tables = peek_schema(path)
+        tables, _ = peek(path)
         if name == DEFAULT_NAME or (tables is not None and is_mlflow(tables)):
             got.sources.append(Source("mlflow_sqlite", path, [path, *sidecars(path)]))
             got.files.update({name, *(name + s for s in SIDECARS)})
@@ -67,17 +67,7 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
 
 def read(source: Source) -> list[Run]:
     path = Path(source.path)
-    try:
-        conn = open_readonly(path)
-        try:
-            tables = schema(conn)
-            if not is_mlflow(tables):
-                raise ReadError(f"{path}: not an MLflow database (no experiments, runs, params and metrics tables)")
-            return _runs(conn, path, tables)
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise read_error(path, exc, "MLflow") from None
+    return read_runs(path, "MLflow", _SIGNATURE, lambda conn, tables: _runs(conn, path, tables))
 
 
 def _runs(conn: sqlite3.Connection, path: Path, tables: dict[str, set[str]]) -> list[Run]:

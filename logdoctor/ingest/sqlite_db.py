@@ -22,9 +22,11 @@ tracker needs to be installed.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
+from ..model import Run
 from . import ReadError
 from .fs import is_file, read_regular
 
@@ -68,6 +70,11 @@ def schema(conn: sqlite3.Connection) -> dict[str, set[str]]:
     return {name: {row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')} for name in names}
 
 
+def has_tables(tables: dict[str, set[str]], signature: dict[str, set[str]]) -> bool:
+    """Whether a schema holds every table of `signature`, each with at least its columns."""
+    return all(columns <= tables.get(table, set()) for table, columns in signature.items())
+
+
 def peek(path: Path) -> tuple[dict[str, set[str]] | None, sqlite3.Error | None]:
     """(the tables of the SQLite database at `path`, None) for a claim to tell whose it is;
     (None, the error) for an SQLite file that cannot be read now (locked, damaged), for a claim to
@@ -94,15 +101,31 @@ def _tables(path: Path, mtime_ns: int, size: int) -> dict[str, set[str]]:
         conn.close()
 
 
-def read_error(path: Path, exc: sqlite3.Error, what: str) -> ReadError:
-    """One line saying why the `what` database at `path` could not be read."""
+def read_runs(path: Path, what: str, signature: dict[str, set[str]], runs: Callable[[sqlite3.Connection, dict[str, set[str]]], list[Run]]) -> list[Run]:
+    """`runs(connection, tables)` of the database at `path` once its tables show it is `what`'s
+    (`signature`); anything SQLite cannot do is one line (`ReadError`)."""
+    try:
+        conn = open_readonly(path)
+        try:
+            tables = schema(conn)
+            if not has_tables(tables, signature):
+                raise ReadError(f"{path}: not a database {what} wrote (no {', '.join(signature)} tables)")
+            return runs(conn, tables)
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise read_error(path, exc) from None
+
+
+def read_error(path: Path, exc: sqlite3.Error) -> ReadError:
+    """One line saying why the SQLite database at `path` could not be read."""
     text = str(exc)
     if "locked" in text or "busy" in text:
         why = f"locked by another process (a write in progress) for over {BUSY_TIMEOUT_S:g} s; not read, try again"
     elif "not a database" in text or "malformed" in text or "corrupt" in text:
-        why = f"damaged, not readable as an SQLite database ({text})"
+        why = f"damaged ({text})"
     elif "readonly" in text or "read-only" in text:
         why = f"an interrupted write must be rolled back first, which a read-only reader may not do ({text})"
     else:
         why = f"cannot be read ({type(exc).__name__}: {text})"
-    return ReadError(f"{path}: {what} database {why}")
+    return ReadError(f"{path}: SQLite database {why}")

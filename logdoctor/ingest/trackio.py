@@ -30,7 +30,7 @@ import polars as pl
 from ..model import Run, tidy
 from . import Claim, ReadError, Source
 from .hparams import flatten
-from .sqlite_db import DB_SUFFIXES, SIDECARS, open_readonly, peek, read_error, schema, sidecars
+from .sqlite_db import DB_SUFFIXES, SIDECARS, has_tables, peek, read_runs, sidecars
 
 #: Tables and columns that make a database trackio's.
 _SIGNATURE = {
@@ -46,7 +46,7 @@ _SPECIAL = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-
 
 
 def is_trackio(tables: dict[str, set[str]]) -> bool:
-    return all(columns <= tables.get(table, set()) for table, columns in _SIGNATURE.items())
+    return has_tables(tables, _SIGNATURE)
 
 
 def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
@@ -64,19 +64,7 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
 
 def read(source: Source) -> list[Run]:
     path = Path(source.path)
-    what = "SQLite"  # until its tables say whose it is
-    try:
-        conn = open_readonly(path)
-        try:
-            tables = schema(conn)
-            if not is_trackio(tables):
-                raise ReadError(f"{path}: not a trackio database (no metrics and configs tables)")
-            what = "trackio"
-            return _runs(conn, path, tables)
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise read_error(path, exc, what) from None
+    return read_runs(path, "trackio", _SIGNATURE, lambda conn, tables: _runs(conn, path, tables))
 
 
 def _runs(conn: sqlite3.Connection, path: Path, tables: dict[str, set[str]]) -> list[Run]:
