@@ -57,16 +57,21 @@ class ListFormat(str, Enum):
     json = "json"
 
 
-#: Report format named by the -o file's extension (anything else: the terminal report as text).
+#: Report format named by the -o file's extension; a plain-text one (or none) is the terminal report as text.
 _BY_EXTENSION = {".json": OutputFormat.json, ".md": OutputFormat.md, ".markdown": OutputFormat.md, ".html": OutputFormat.html, ".htm": OutputFormat.html}
+_TEXT_EXTENSIONS = ("", ".txt", ".text", ".log", ".out")
 _FORMAT_HELP = "Report format (default: from the -o file's extension, else terminal)."
-_OUTPUT_HELP = "Write the report to this file; .html, .md or .json pick the format."
+_OUTPUT_HELP = "Write the report to this file; .html, .md, .json or .txt pick the format."
 
 
 def report_format(fmt: Optional[OutputFormat], output: Optional[Path]) -> OutputFormat:
     """The format asked for, else the one the -o extension names, else the terminal report;
-    a -f that contradicts the extension (`-f md -o out.html`) is a usage error."""
-    implied = _BY_EXTENSION.get(output.suffix.lower()) if output is not None else None
+    a -f that contradicts the extension (`-f md -o out.html`) is a usage error, and so is an
+    extension no format writes (`-o out.pdf` wrote terminal text under a PDF's name)."""
+    suffix = output.suffix.lower() if output is not None else ""
+    implied = _BY_EXTENSION.get(suffix)
+    if fmt is None and implied is None and suffix not in _TEXT_EXTENSIONS:
+        raise fail(f"{output}: no report format writes {suffix} files; name it .html, .md, .json or .txt, or pick a format with -f")
     if fmt is not None and implied is not None and fmt != implied:
         raise fail(f"{output}: -f {fmt.value} writes {fmt.value}, not {implied.value}; drop -f or rename the file")
     return fmt or implied or OutputFormat.terminal

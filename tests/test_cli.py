@@ -55,6 +55,14 @@ def test_a_format_that_contradicts_the_extension_is_one_line(tmp_path):
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and not (tmp_path / "r.html").exists()
 
 
+def test_an_extension_no_format_writes_is_a_usage_error_naming_it(tmp_path):
+    """`-o out.pdf` silently wrote terminal text under a PDF's name."""
+    result = invoke("analyze", str(RUN), "-o", str(tmp_path / "out.pdf"))
+    assert result.exit_code == 2 and ".pdf" in result.stderr and result.stderr.count("\n") == 1
+    assert not (tmp_path / "out.pdf").exists()
+    assert invoke("analyze", str(RUN), "-f", "terminal", "-o", str(tmp_path / "out.pdf"), "--no-plots").exit_code == 0  # asked for
+
+
 def test_the_config_in_the_current_directory_is_found_and_named(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text('[tool.logdoctor]\nignore = ["clip_saturation"]\n')
     monkeypatch.chdir(tmp_path)
