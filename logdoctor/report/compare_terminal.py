@@ -1,14 +1,14 @@
 """Terminal report of a comparison (rich): the answer first, then one block per metric.
 
-    ▼ REGRESSION  lr_tenth vs base  [tensorboard vs csv]
-      aligned on step · band: the two runs' own noise (…)
-      val loss    behind from step 19  (Loss/val vs val_loss, steps 19–299)
-                  at the end (step 299) 1.244 vs 0.0592: +1.185 (+2,000%); level within ±0.0091
-                  at its best 1.244 (step 299) vs 0.0592 (step 299): +1.185 (+2,000%)
+    ▼ REGRESSION  lr_tenth vs base_csv  [tensorboard vs csv]
+      regression: val loss behind from step 19, val acc behind from step 19 · aligned on step · …
+      val loss    ▼ behind from step 19  (Loss/val vs val_loss, steps 19–299)
+                  at the end (step 299) 1.244 vs 0.05921: +1.185 (+2,002%); level within ±0.009121
+                  at its best 1.244 (step 279) vs 0.05921 (step 299): +1.185 (+2,002%)
       …
       settings    lr 1e-4 vs 0.001
-      only in the run        crawl (warning): …
-      only in the baselines  —
+      only in the run: no finding
+      only in the baselines: no finding
 
 Every line hangs under its label when it wraps; nothing is measured here (`compare_text`
 phrases what `logdoctor.compare` found).
