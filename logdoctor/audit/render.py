@@ -8,7 +8,6 @@ parameter values, error lines) goes through `md_escape`.
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.rule import Rule
 from rich.table import Table
 
@@ -152,6 +151,8 @@ def runs_table(report: AuditReport, quiet: bool = False, width: int = 80, cut: b
 
 def print_terminal(console: Console, report: AuditReport, quiet: bool = False) -> None:
     """The default audit view on a terminal (--details adds every run's findings via the analyze renderer)."""
+    from rich.markdown import Markdown  # markdown-it and pygments: only the terminal view draws Markdown
+
     for title, body in sections(report, quiet, table=False):
         console.print(Rule(title, align="left"))
         console.print(Markdown(body))
