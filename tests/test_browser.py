@@ -282,6 +282,39 @@ def test_every_bundled_runs_card_draws_without_a_script_error(tmp_path):
     assert seen["blank"] == []
 
 
+#: Compare runs: untick all but the last run, switch the metric away and back, report which runs stay ticked.
+COMPARE_PROBE = """<script>
+window.__errors = [];
+window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
+window.addEventListener("load", function () {
+  document.querySelector("#compare details").open = true;
+  setTimeout(function () {
+    var picker = document.querySelector("#compare select"), run = JSON.parse(document.getElementById("runs-index").textContent)
+      .find(function (r) { return r.keys.length >= 2; });
+    var labels = function () { return Array.from(document.querySelectorAll("#compare .runlist label")); };
+    var names = function () { return labels().filter(function (l) { return l.querySelector("input").checked; }).map(function (l) { return l.textContent.slice(2); }); };
+    var pick = function (m) { picker.value = m; picker.dispatchEvent(new Event("change")); };
+    pick(run.keys[0]);
+    labels().forEach(function (l) { var b = l.querySelector("input"), want = l.textContent.slice(2) === run.name;
+                                    if (b.checked !== want) { b.checked = want; b.dispatchEvent(new Event("change")); } });
+    var seen = { run: run.name, before: names() };
+    pick(run.keys[1]); seen.other = names();
+    pick(run.keys[0]); seen.back = names();
+    seen.errors = window.__errors;
+    var out = document.createElement("pre"); out.id = "probe"; out.textContent = JSON.stringify(seen); document.body.appendChild(out);
+  }, 50);
+});
+</script>"""
+
+
+def test_compare_keeps_the_ticked_runs_when_the_metric_changes(tmp_path):
+    """Choosing another metric in "Compare runs" forgot the runs the user had ticked."""
+    d = mixed()
+    seen = probe(render_html(d), tmp_path, script=COMPARE_PROBE)
+    assert seen["errors"] == [] and seen["before"] == [seen["run"]]
+    assert seen["other"] == seen["back"] == [seen["run"]]
+
+
 #: For the audit page: the sweep table's columns and sorting, then its two charts worked with the mouse.
 AUDIT_PROBE = """<script>
 window.__errors = [];

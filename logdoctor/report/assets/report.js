@@ -286,8 +286,8 @@
           if (line) lines.push({ x: line.x, y: line.y, label: r.name, color: PALETTE[lines.length % PALETTE.length], twin: false });
         });
         if (!lines.length) { box.appendChild(el("p", "meta", "tick runs to overlay their " + key)); return; }
-        var span = Math.max.apply(null, lines.map(function (l) { return Math.max.apply(null, l.y); })) /
-                   Math.min.apply(null, lines.map(function (l) { return Math.min.apply(null, l.y); }));
+        // decades spanned by the finite values only (a blown-up run's line ends in a gap: null)
+        var span = spread([].concat.apply([], lines.map(function (l) { return l.y; })));
         chart(box, lines, { scale: span > 100 ? "log" : "linear", ylabel: key });
       }
       function reset() {
@@ -295,7 +295,11 @@
         runs.filter(function (r) { return r.keys.indexOf(picker.value) >= 0; }).slice(0, OVERLAY_DEFAULT).forEach(function (r) { ticked[r.id] = true; });
         fill(); draw();
       }
-      picker.addEventListener("change", reset);
+      // another metric keeps the ticked runs that log it; the default pick only when none does
+      picker.addEventListener("change", function () {
+        var kept = runs.some(function (r) { return ticked[r.id] && r.keys.indexOf(picker.value) >= 0; });
+        if (kept) { fill(); draw(); } else reset();
+      });
       filter.addEventListener("input", fill);
       reset();
     }
