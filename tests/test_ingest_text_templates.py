@@ -38,11 +38,26 @@ def test_rows_of_counts_without_their_header_give_epoch_batch_and_the_first_vary
 def test_a_header_printed_once_names_the_columns_of_the_rows_under_it(tmp_path):
     lines = ["starting", "  Epoch  batch  box  objness  total", *(f"  1/10  {b}/50  0.{9 - b}  0.3  0.{9 - b}5" for b in range(1, 6))]
     run = _run(tmp_path, lines)
-    assert list(series(run, "total").values) == [0.85, 0.75, 0.65, 0.55, 0.45]
-    assert any("total (header)" in n for n in run.notes)
-    # no column named a loss: the first that varies is read as one, and the note says so
-    assert list(series(run, "loss").values) == [0.8, 0.7, 0.6, 0.5, 0.4]
-    assert any("headed 'box'" in n for n in run.notes)
+    assert list(series(run, "box").values) == [0.8, 0.7, 0.6, 0.5, 0.4]
+    assert any("box (header)" in n for n in run.notes)
+    # no column named a loss: the header's total is read as one, and the note says so
+    assert list(series(run, "loss").values) == [0.85, 0.75, 0.65, 0.55, 0.45]
+    assert any("headed 'total'" in n for n in run.notes)
+
+
+def test_detector_rows_under_a_header_among_validation_lines_with_a_bar_after_each(tmp_path):
+    """A detector's console: a header once, then per epoch a row (epoch count, memory size, losses,
+    labels, image size, then a progress bar), a validation header with `mAP@.5:.95` in it and a row
+    of scores. The rows are a table by their header, even as a third of the numbered lines."""
+    lines = ["      Epoch   gpu_mem       box       obj       cls     total    labels  img_size"]
+    for e in range(8):
+        lines += [f"      {e}/299     3.21G   {0.08 - 0.004 * e:.5f}   0.04000   0.03000    {0.15 - 0.007 * e:.5f}        25       640: "
+                  f"100%|##########| 16/16 [00:05<00:00,  2.78it/s]",
+                  "               Class     Images     Labels          P          R     mAP@.5 mAP@.5:.95: 100%|####| 2/2 [00:00<00:00]",
+                  f"                 all         50        120      0.{50 + e}       0.{40 + e}       0.{30 + e}      0.{10 + e}"]
+    run = _run(tmp_path, lines)
+    assert [round(v, 3) for v in series(run, "loss").values] == [round(0.15 - 0.007 * e, 3) for e in range(8)]
+    assert not any(m.startswith("map") for m in run.metrics)
 
 
 def test_the_name_is_the_word_before_its_colon_not_the_type_printed_after_it(tmp_path):
@@ -70,7 +85,7 @@ def test_a_loss_written_short_is_the_loss(tmp_path):
 
 
 def test_what_holds_no_measurement_makes_no_series_and_no_run(tmp_path):
-    """Progress bars (counts, shares, rates, times), dates and a numbered README are text: no run."""
+    """Progress bars (counts, shares, rates, times), dates and a numbered README make no series: no run."""
     bars = [f"Epoch 1/10 - Training:  {p}%|████ | {p * 2}/200 [00:0{p % 10}<00:20, 5.{p % 9}it/s]" for p in range(5, 60, 7)]
     readme = ["Install:", "1. pip install x", "2. run it", "Version 1.2 of 2021-06-30", "See section 3 and 4"]
     (tmp_path / "a").mkdir()
@@ -79,7 +94,7 @@ def test_what_holds_no_measurement_makes_no_series_and_no_run(tmp_path):
     (tmp_path / "b" / "notes.txt").write_text("\n".join(readme * 3) + "\n")
     runs, errors = load_runs(tmp_path)
     assert runs == [] and errors == []
-    assert tokenise("2021-06-30 11:36:21 45% 6.7G 3.1it/s 2.5s step 7/9 loss 0.3")[0] == "<t> <t> <t> <t> <t> <t> step <n/m> loss <*>"
+    assert tokenise("2021-06-30 11:36:21 45% 3.1it/s 2.5s step 7/9 loss 0.3")[0] == "<t> <t> <t> <t> <t> step <n/m> loss <*>"
 
 
 def test_a_guessed_loss_needs_half_the_numbered_lines(tmp_path):

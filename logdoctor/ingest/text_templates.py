@@ -8,9 +8,10 @@ differ only in their numbers share a template, and a number slot that recurs
 over many lines is a series. This module does that, in one pass:
 
 * a line's numbers become slots, everything else is its template text; a
-  count `18/7328` is one slot (a counter), and what is no measurement is text:
-  dates and times of day, durations and rates (`2.5s`, `3.1it/s`, `s/it`),
-  shares (`45%`), sizes (`6.7G`);
+  count `18/7328` is one slot (a counter), a size (`6.7G`) one of its number,
+  and what is no measurement is text: dates and times of day, durations and
+  rates (`2.5s`, `3.1it/s`, `s/it`), shares (`45%`), a progress bar after a
+  row, the threshold in a metric's name (`mAP@.5:.95`);
 * a template seen on `MIN_LINES` lines or more is kept;
 * each slot is named by the words before it (`Grad Norm 0.37` -> `grad_norm`,
   `Loss: Tensor Float [] 0.34` -> `loss`: a name ends at its `:` or `=`, the
@@ -33,6 +34,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..roles import TOTAL_WORDS, tokens
 from .csv_steps import grain
 from .text_line import normalise, number, role
 
@@ -43,11 +45,14 @@ _NUMBER = r"[-+]?(?:nan|inf|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)"
 #: measurement (a date, a time of day, a duration, a rate, a share, a size), a number.
 _TOKEN = re.compile(
     r"(?<![\w.])(?P<count>\d+)\s*/\s*\d+(?![\w./])"
-    r"|(?P<text>(?<![\w.])\d{1,4}[-/]\d{1,2}[-/]\d{1,4}|\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?"
-    rf"|(?<![\w.]){_NUMBER}\s?(?:%|s/it|it/s|(?:s|ms|us|min|sec|h)\b|[KMGT]i?B?\b))"
+    r"|(?P<text>@[\d.:]+|(?<![\w.])\d{1,4}[-/]\d{1,2}[-/]\d{1,4}|\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?"
+    rf"|(?<![\w.]){_NUMBER}\s?(?:%|s/it|it/s|(?:s|ms|us|min|sec|h)\b))"
+    r"|(?<![\w.])(?P<size>\d+(?:\.\d+)?)[KMGT]i?B?\b"
     rf"|(?<![\w.])(?P<number>{_NUMBER})(?![\w.])",
     re.IGNORECASE,
 )
+#: The progress bar a detector draws after each row (`640: 100%|██████████| 16/16 [00:05<00:00, 2.78it/s]`).
+_BAR_TAIL = re.compile(r":\s+\d+%\|.*$")
 #: Markdown emphasis and code marks a paste into an issue thread adds around some lines (`**Train loss 1 0.2**`).
 _MARKUP = re.compile(r"\*\*|`")
 _WORD = re.compile(r"[a-z_][\w./-]*", re.IGNORECASE)
@@ -86,7 +91,7 @@ class Template:
 def tokenise(line: str) -> tuple[str, list[tuple[str, bool, str]]]:
     """A line's template text (numbers as `<*>`, counts as `<n/m>`, other digit text as `<t>`) and
     its slots as (key text before it, is a count, the number as written)."""
-    line = _MARKUP.sub("", line)
+    line = _BAR_TAIL.sub("", _MARKUP.sub("", line))
     out, slots, at = [], [], 0
     for m in _TOKEN.finditer(line):
         gap = line[at : m.start()]
@@ -96,7 +101,7 @@ def tokenise(line: str) -> tuple[str, list[tuple[str, bool, str]]]:
             out.append("<t>")
             continue
         out.append("<n/m>" if m["count"] is not None else "<*>")
-        slots.append((gap, m["count"] is not None, m["count"] if m["count"] is not None else m["number"]))
+        slots.append((gap, m["count"] is not None, m["count"] or m["size"] or m["number"]))
     out.append(line[at:])
     return " ".join("".join(out).split()), slots
 
@@ -196,11 +201,13 @@ def _loss_by_position(templates: list[Template]) -> None:
                 s.name, s.how = "loss", f"{s.name!r}, loss written short"
                 return
     for t in sorted(templates, key=lambda t: -len(t.lines)):
-        # no name, or a header's name that says nothing of its role (a detector's `box  obj  cls`)
+        # no name, or a header's name that says nothing of its role (a detector's `box  obj  cls  total`)
         unnamed = [s for s in t.slots if not s.counter and (not s.name or (s.how == "header" and role(s.name) is None))]
         if unnamed:
-            # a number that never changes beside one that does is a tag (`[  1]`), not the loss
-            s = next((s for s in unnamed if len(set(s.values)) > 1), unnamed[0])
+            # a header's total is the loss; else a number that never changes beside one that does is a
+            # tag (`[  1]`), not the loss
+            varying = [s for s in unnamed if len(set(s.values)) > 1]
+            s = next((s for s in varying if TOTAL_WORDS & set(tokens(s.name))), None) or (varying or unnamed)[0]
             s.how = GUESSED + (f", headed {s.name!r}" if s.name else "")
             s.name = "loss"
             break
@@ -214,23 +221,25 @@ def loss_templates(lines: Iterable[str]) -> list[Template] | None:
     """The named templates of a text that reads as a training log by its templates alone, else None.
 
     A loss slot must be named so on the page (by its key, a header, or a short form of "loss"),
-    or, where it is a guess by position, its template must hold `GUESS_MIN_LINES` lines and at least
-    half the lines with a number: a file of losses one a line is a loss curve, a README with three
-    numbered lines is not."""
+    or, where it is a guess by position, its template must hold `GUESS_MIN_LINES` lines and, unless a
+    header of names stands over them, at least half the lines with a number: a file of losses one a
+    line is a loss curve, a README with three numbered lines is not."""
     templates, headers, numeric = mine(lines)
     name_slots(templates, headers)
     for t in templates:
         for s in t.slots:
             if s.counter or role(s.name) not in _LOSS_ROLES:
                 continue
-            if not s.how.startswith(GUESSED) or (2 * len(t.lines) >= numeric and len(t.lines) >= GUESS_MIN_LINES):
+            headed = "headed" in s.how  # a header of names over the rows: a table, whatever else the file holds
+            if not s.how.startswith(GUESSED) or (len(t.lines) >= GUESS_MIN_LINES and (headed or 2 * len(t.lines) >= numeric)):
                 return templates
     return None
 
 
 def named_loss(templates: list[Template]) -> bool:
-    """Whether the page names the loss the templates read (by a key, a header or a short form)."""
-    return any(not s.how.startswith(GUESSED) for t in templates for s in t.slots if not s.counter and role(s.name) in _LOSS_ROLES)
+    """Whether the page names the loss the templates read (by a key, a header or a short form), or a
+    header of names stands over the column guessed to be it."""
+    return any(not s.how.startswith(GUESSED) or "headed" in s.how for t in templates for s in t.slots if not s.counter and role(s.name) in _LOSS_ROLES)
 
 
 def records(templates: list[Template]) -> list[tuple[int, str, dict[str, float], dict[str, float]]]:
