@@ -39,20 +39,23 @@ def limits_line(what: str, count: int, unit: str = "line") -> str:
 
 def shape(data: bytes) -> tuple[int, int]:
     """(deepest nesting, most colons on one line) of JSON text, brackets and colons inside
-    strings not counted (a quote after a backslash is taken as escaped). Colons bound a line's
-    keys from above. Depth is counted from the start of the data, so a damaged line with an
-    unclosed bracket makes the lines after it look deeper, never shallower: a check against
-    the limits can fail needlessly (the caller then reads line by line), never pass wrongly,
-    unless a string's escapes fool the quote count."""
-    depth = deepest = widest = carry = 0  # carry: colons so far on the line a chunk ends in
+    strings not counted (a quote after an odd number of backslashes is escaped). Colons bound a
+    line's keys from above. Depth is counted from the start of the data, so a damaged line with
+    an unclosed bracket makes the lines after it look deeper, never shallower: a check against
+    the limits can fail needlessly (the caller then reads line by line), never pass wrongly."""
+    depth = deepest = widest = carry = slashes = 0  # carry: colons so far on the line a chunk ends in
     inside = False
     view = memoryview(data)
     for start in range(0, len(data), _CHUNK):
         chunk = np.frombuffer(view[start : start + _CHUNK], np.uint8)
+        slash = chunk == _BACKSLASH
+        count = np.cumsum(slash, dtype=np.int32)
+        run = count - np.maximum.accumulate(np.where(slash, 0, count))  # backslashes ending at each byte
+        run[: len(slash) if slash.all() else int(np.argmin(slash))] += slashes  # a run the last chunk ended in
         quote = chunk == _QUOTE
-        quote[1:] &= chunk[:-1] != _BACKSLASH
-        if start and data[start - 1] == _BACKSLASH:
-            quote[0] = False
+        quote[1:] &= run[:-1] % 2 == 0
+        quote[0] &= slashes % 2 == 0
+        slashes = int(run[-1])
         outside = (np.cumsum(quote, dtype=np.int32) + inside) % 2 == 0  # a quote itself may count either way: no matter
         inside = not outside[-1]
         levels = np.cumsum((_OPEN[chunk] - _CLOSE[chunk]) * outside, dtype=np.int32) + depth
