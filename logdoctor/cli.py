@@ -221,7 +221,7 @@ def analyze(
     config = _load_config(config_file, path, select, ignore, replaying=replay_ckpt is not None)
     _require_output_folder(output)
     try:
-        with _progress("diagnosing", enabled=not quiet) as progress:
+        with _progress("reading", enabled=not quiet) as progress:
             diagnosis = run_analysis(path, _rules_only(config), progress=progress)
     except ReadError as exc:
         _empty_json_report(path, [str(exc)], fmt, output, config)
@@ -313,7 +313,8 @@ def _progress(description: str, enabled: bool = True):
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
         task = bar.add_task(description, total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
+        # a stage word (`reading`, `diagnosing`) replaces the description when the caller has stages
+        yield lambda done, total, stage=None: bar.update(task, completed=done, total=total, description=stage or description)
 
 
 def _require_output_folder(output: Optional[Path]) -> None:

@@ -162,14 +162,16 @@ def _lead_title(learning: Learning) -> str:
     return f"{name} did not learn: {learning.reason} ({change})"
 
 
-def analyze(path: str | Path, config: Config | None = None, progress: Callable[[int, int], None] | None = None) -> Diagnosis:
-    """Discover, read and diagnose every run under `path` (the Python API behind `logdoctor analyze`)."""
+def analyze(path: str | Path, config: Config | None = None, progress: Callable[[int, int, str], None] | None = None) -> Diagnosis:
+    """Discover, read and diagnose every run under `path` (the Python API behind `logdoctor analyze`).
+    `progress(done, total, stage)`: each source read ("reading", counted from the start: the sources
+    are found first), then each run diagnosed ("diagnosing")."""
     config = config or Config()
-    runs, errors = load_runs(Path(path))
+    runs, errors = load_runs(Path(path), (lambda done, total: progress(done, total, "reading")) if progress else None)
     rules = build_rules(config)
     results = []
     for i, run in enumerate(runs):
         results.append(diagnose_run(run, config, rules))
         if progress:
-            progress(i + 1, len(runs))
+            progress(i + 1, len(runs), "diagnosing")
     return Diagnosis(root=printable(str(path)), runs=results, errors=errors)  # a Latin-1 folder name, escaped like run paths

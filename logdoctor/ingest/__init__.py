@@ -222,8 +222,9 @@ def check_root(root: Path) -> None:
         raise ReadError(f"{root}: cannot read (Permission denied)")
 
 
-def load_runs(root: Path) -> tuple[list[Run], list[str]]:
-    """Discover and read every run under `root`; `-` reads a console log from standard input."""
+def load_runs(root: Path, progress: Callable[[int, int], None] | None = None) -> tuple[list[Run], list[str]]:
+    """Discover and read every run under `root`; `-` reads a console log from standard input.
+    `progress(done, total)` after each source read, sources found first (a bar counts from the start)."""
     if str(root) == "-":
         from .text_log import read_stream
 
@@ -232,10 +233,13 @@ def load_runs(root: Path) -> tuple[list[Run], list[str]]:
     check_root(root)
     runs: list[Run] = []
     errors: list[str] = []
-    for source in discover(root, errors):
+    sources = list(discover(root, errors))
+    for i, source in enumerate(sources):
         got, errs = read_source(source, root)
         runs.extend(got)
         errors.extend(errs)
+        if progress:
+            progress(i + 1, len(sources))
     errors = [printable(line) for line in errors]  # the walk's own lines name folders too
     if is_file(root) and not runs and not errors:
         # a folder walk skips files that are no log quietly; a file named explicitly deserves a reason
