@@ -156,3 +156,16 @@ def test_a_nan_said_on_a_counted_line_is_the_total_loss_at_that_step(tmp_path):
     run = _run(tmp_path, lines)
     total = series(run, "total_loss")
     assert list(total.steps)[-1] == 147 and math.isnan(total.values[-1]) and len(series(run, "loss_cls")) == 7
+
+
+def test_a_value_in_brackets_after_its_name_keeps_the_name(tmp_path):
+    run = _run(tmp_path, [f"iteration {i} train loss [{1.2 - 0.05 * i:.4f}] val loss [{1.3 - 0.04 * i:.4f}]" for i in range(8)])
+    assert list(series(run, "val_loss").values)[:2] == [1.3, 1.26] and len(series(run, "train_loss")) == 8
+
+
+def test_numbers_glued_to_words_of_another_script_are_numbers(tmp_path):
+    """A loop printing Chinese labels (`第3轮 损失: 1.15 准确率: 0.62`): the round is the step, the first
+    number that varies the loss (no name on the page is an ASCII loss name)."""
+    run = _run(tmp_path, [f"第{e}轮 损失: {1.2 - 0.05 * e:.4f} 准确率: 0.{60 + e}" for e in range(1, 9)])
+    loss = series(run, "loss")
+    assert list(loss.steps) == list(range(1, 9)) and round(float(loss.values[0]), 4) == 1.15

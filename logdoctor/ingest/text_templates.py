@@ -49,7 +49,7 @@ _TOKEN = re.compile(
     rf"|(?<![\w.]){_NUMBER}\s?(?:%|s/it|it/s|(?:s|ms|us|min|sec|h)\b))"
     r"|(?<![\w.])(?P<size>\d+(?:\.\d+)?)[KMGT]i?B?\b"
     rf"|(?<![\w.])(?P<number>{_NUMBER})(?![\w.])",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,  # a number glued to a CJK word is one (`第3轮 损失: 1.15`)
 )
 #: The progress bar a detector draws after each row (`640: 100%|██████████| 16/16 [00:05<00:00, 2.78it/s]`).
 _BAR_TAIL = re.compile(r":\s+\d+%\|.*$")
@@ -139,6 +139,7 @@ def _slot_key(gap: str) -> str:
     """The name in the text before a number: the words before the last `:` / `=` when one is there
     (`Loss: Tensor Float [] ` -> `Loss`), else the words right before the number, up to a border,
     at most four."""
+    gap = gap.rstrip(" \t[({'\"")  # `loss [0.5]`, `loss(0.5)`: the bracket opens the value, not a cell
     cut = max(gap.rfind(":"), gap.rfind("="))
     if cut >= 0 and _WORD.search(gap[:cut]):
         gap = gap[:cut]
