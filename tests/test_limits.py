@@ -1,0 +1,51 @@
+"""The depth and width limits read JSON text as a parser would: brackets, colons and escaped quotes
+inside strings do not count, and a file scanned in chunks measures as one scanned whole."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from logdoctor.ingest import limits
+from logdoctor.ingest.limits import MAX_DEPTH, TooDeep, loads, shape
+
+#: Text that fools a naive count: brackets, colons, quotes and runs of backslashes.
+tricky = st.text(alphabet='ab{}[]:"\\', max_size=8)
+values = st.recursive(
+    st.none() | st.floats(allow_nan=False) | st.integers() | tricky,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(tricky, inner, max_size=4),
+    max_leaves=30,
+)
+
+
+def _depth(value) -> int:
+    if isinstance(value, (dict, list)):
+        return 1 + max((_depth(v) for v in (value.values() if isinstance(value, dict) else value)), default=0)
+    return 0
+
+
+def _keys(value) -> int:
+    if isinstance(value, dict):
+        return len(value) + sum(_keys(v) for v in value.values())
+    return sum(_keys(v) for v in value) if isinstance(value, list) else 0
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(values, min_size=1, max_size=5), chunk=st.sampled_from([1, 3, 7, 1 << 20]))
+def test_shape_is_the_deepest_nesting_and_the_most_keys_of_a_line(monkeypatch, rows, chunk):
+    monkeypatch.setattr(limits, "_CHUNK", chunk)
+    text = "\n".join(json.dumps(row) for row in rows).encode()
+    assert shape(text) == (max(map(_depth, rows)), max(map(_keys, rows)))
+
+
+@pytest.mark.parametrize("text", ['{"a":' * 1000 + "1" + "}" * 1000, "[" * 100_000 + "]" * 100_000])
+def test_loads_refuses_what_is_nested_past_the_limit(text):
+    with pytest.raises(TooDeep, match=f"nested more than {MAX_DEPTH} levels deep"):
+        loads(text)
+
+
+def test_loads_reads_what_is_within_it():
+    text = '{"a": "[[[[", "b": ' + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1) + "}"  # the dict is a level too
+    assert loads(text)["a"] == "[[[[" and loads(text.encode())["a"] == "[[[["
