@@ -33,6 +33,7 @@ from rich.console import Console
 from rich.text import Text
 
 from logdoctor import analyze
+from logdoctor.cli import name_runs
 from logdoctor.model import Diagnosis
 from logdoctor.report.html import render_html
 from logdoctor.report.text import by_severity
@@ -117,6 +118,7 @@ def audit_page(tmp: Path) -> None:
 
 def main() -> None:
     diagnosis = analyze(SAMPLES)
+    name_runs([rd.run for rd in diagnosis.runs], SAMPLES)  # the names `logdoctor analyze sample_runs/` shows
     diagnosis.runs = showcase(diagnosis.runs)
     diagnosis.root = "sample_runs/"
     with tempfile.TemporaryDirectory() as t:
