@@ -167,6 +167,8 @@ def _read_named(source: Source, root: Path) -> tuple[list[Run], list[str]]:
         return [], [str(exc)]
     except MemoryError:
         return [], [f"{source.path}: ran out of memory reading this {source.format} log"]
+    except OSError as exc:  # a file of the run another user keeps, or gone since the walk: its reason, once
+        return [], [f"{exc.filename or source.path}: cannot read ({exc.strerror or type(exc).__name__})"]
     except Exception as exc:  # noqa: BLE001 - a reader bug must not cost the other runs
         return [], [f"{source.path}: could not read {source.format} log ({type(exc).__name__}: {exc})"]
     runs, errors = _with_data(runs)

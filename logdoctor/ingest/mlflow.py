@@ -127,7 +127,10 @@ def _metric_file(path: Path, key: str) -> pl.DataFrame:
     if path.stat().st_size == 0:
         return tidy(pl.DataFrame({"metric": [], "step": [], "value": []}))
     try:
+        read_regular(path, 0)  # opened first: polars' own PermissionError carries no reason
         raw = pl.read_csv(polars_source(path), separator=" ", has_header=False, infer_schema=False, truncate_ragged_lines=True, glob=False)
+    except OSError as exc:  # another user's file: its reason, not "not an MLflow metric file"
+        raise ReadError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") from None
     except Exception as exc:  # noqa: BLE001 - polars raises many kinds for garbage input
         raise ReadError(f"{path}: not an MLflow metric file ({type(exc).__name__})") from None
     number = lambda i: pl.col(raw.columns[i]).str.strip_chars().cast(pl.Float64, strict=False)  # noqa: E731

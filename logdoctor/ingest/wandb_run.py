@@ -177,7 +177,8 @@ def _history_frame(history: Path, seg: _Segment) -> pl.DataFrame:
     if frame.is_empty() and history.stat().st_size == 0:
         raise ReadError(f"{history}: empty file (0 bytes), no history")
     if frame.is_empty() and (bad or refused):
-        raise ReadError(f"{history}: no line is a W&B history row ({bad} unreadable line(s), {refused} past the limits)")
+        past = f", {refused} past the limits" if refused else ""
+        raise ReadError(f"{history}: no line is a W&B history row ({bad} unreadable line(s){past})")
     if bad:
         seg.warnings.append(f"{history.name}: skipped {bad} unreadable line(s)")
     if refused:
