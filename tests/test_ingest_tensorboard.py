@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -202,3 +203,21 @@ def test_real_torch_files_match_tbparse(tmp_path):
         ), path
         assert [k[:2] for k in mine] == [k[:2] for k in theirs], path
         (tmp_path / path.name).unlink()
+
+
+SAMPLE_RUNS = Path(__file__).resolve().parents[1] / "sample_runs"
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in SAMPLE_RUNS.glob("tb*")))
+def test_every_bundled_tensorboard_run_reads_as_tbparse_reads_it(folder):
+    """tbparse is the independent reference reader (test extra only): every tag, step and value of
+    the bundled TensorBoard runs, point for point (summary scalars, or tensors where TF 2 wrote them)."""
+    from tbparse import SummaryReader
+
+    run = only_run(SAMPLE_RUNS / folder)
+    reader = SummaryReader(str(SAMPLE_RUNS / folder))
+    frame = reader.scalars if len(reader.scalars) else reader.tensors
+    theirs = sorted((t, int(s), float(np.asarray(v).item())) for t, s, v in zip(frame["tag"], frame["step"], frame["value"]))
+    mine = sorted(run.scalars.select("metric", "step", "value").iter_rows())
+    assert [k[:2] for k in mine] == [k[:2] for k in theirs] and len(mine) > 100
+    assert np.array_equal(np.float32([v for *_, v in mine]), np.float32([v for *_, v in theirs]), equal_nan=True)
