@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
 
+from ..numbers import count
 from ..report.text import fmt_num, md_escape, middle_ellipsis
 from .links import ALPHA
 from .summary import AuditReport
@@ -53,7 +54,7 @@ def links_section(report: AuditReport) -> str:
     with_params = sum(1 for r in report.results if r.params)
     if not lines:
         if with_params < 4:
-            return f"No link searched: {with_params} run(s) carry hyperparameters (a config / hparams); at least 4 are needed."
+            return f"No link searched: {count(with_params, 'run')} {'carries' if with_params == 1 else 'carry'} hyperparameters (a config / hparams); at least 4 are needed."
         lines = [
             "No setting moves the outcome or separates failing from healthy runs with enough support "
             f"(rank tests of every swept setting against the {report.rank_by} loss and failing or not; one-sided Fisher "
