@@ -40,7 +40,8 @@ def test_each_class_of_ending_is_a_stopped_run_quoting_its_line_and_last_step(tm
     stopped = next(f for f in rd.findings if f.code == "stopped")
     assert stopped.evidence["ending"] == kind and stopped.evidence["error_line"] == ENDINGS[kind][-1].strip()
     assert stopped.evidence["last_step"] == 1200 and stopped.steps == (1200, 1200) and "after step 1,200" in stopped.title
-    assert stopped.severity == "info" and verdict(rd) == "stopped"  # never "healthy"; no curve fault named
+    # never "healthy"; no curve fault named, but a scaler that gave up is a collapsed scaler
+    assert stopped.severity == "info" and verdict(rd) == ("critical" if kind == "loss scale at its minimum" else "stopped")
 
 
 def test_an_error_the_run_went_on_after_is_no_ending(tmp_path):
@@ -67,3 +68,10 @@ def test_json_and_terminal_say_stopped(tmp_path):
     assert doc["runs"][0]["verdict"] == "stopped" and doc["summary"]["by_verdict"]["stopped"] == 1
     out = CliRunner().invoke(app, ["analyze", str(tmp_path), "-q"], env={"COLUMNS": "200", "NO_COLOR": "1"}).stdout
     assert "stopped" in out and "CUDA out of memory." in out and "1 stopped" in out
+
+
+def test_a_run_stopped_by_the_scaler_at_its_minimum_is_a_collapsed_scaler(tmp_path):
+    rd = _diagnose(tmp_path, STEPS + ENDINGS["loss scale at its minimum"])
+    collapse = next(f for f in rd.findings if f.code == "scaler_collapse")
+    assert collapse.severity == "critical" and collapse.evidence["ending"] == "loss scale at its minimum"
+    assert rd.findings[0].code == "scaler_collapse"

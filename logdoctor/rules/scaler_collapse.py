@@ -38,7 +38,9 @@ class ScalerCollapse(Rule):
         ... `4, reducing to 2` is six halvings. A skipped-step counter
         (DeepSpeed's `step=2000, skipped=1995`) that counts half the steps or
         more as skipped (over the window it rises in, or since the start)
-        fires too, whatever the scale reads.
+        fires too, whatever the scale reads, and so does a console log that
+        ends on the scaler giving up (`Current loss scale already at
+        minimum`, `Minimum loss scale reached`).
     Root causes:
         - persistent fp16 overflow in the forward pass: activations or logits above 65504 (large logits, attention scores, an unnormalised block), so gradients overflow every step
         - an LR high enough that weights and activations keep growing until fp16 overflows
@@ -73,7 +75,25 @@ class ScalerCollapse(Rule):
     }
 
     def check(self, view: RunView):
-        return self._from_scale(view) or self._skipped_steps(view)
+        return self._from_scale(view) or self._skipped_steps(view) or self._stopped_at_minimum(view)
+
+    def _stopped_at_minimum(self, view: RunView) -> list[Finding]:
+        """A console log that ends on the scaler giving up (DeepSpeed's `Current loss scale already at
+        minimum`, fairseq's `Minimum loss scale reached`): it halved down to its floor, whatever
+        scale values the log shows."""
+        if view.run.ending is None or view.run.ending[0] != "loss scale at its minimum":
+            return []
+        kind, line = view.run.ending
+        scale = view.series("loss_scale")
+        return [
+            self.finding(
+                scale,
+                title=f"the AMP loss scale hit its minimum and the run stopped: every step overflowed ({line[:80]})",
+                steps=(int(scale.steps[0]), int(scale.steps[-1])) if scale is not None and len(scale) else None,
+                confidence=0.9,
+                evidence={"ending": kind, "error_line": line},
+            )
+        ]
 
     def _skipped_steps(self, view: RunView) -> list[Finding]:
         """A skipped-step counter (DeepSpeed's `step=2000, skipped=1995`) that counts most steps as
