@@ -183,6 +183,21 @@ def _threshold_catalogue(rules: dict, others: set[str]) -> tuple[dict[str, dict]
     return catalogue, True
 
 
+def fail_on_option(help: str):  # noqa: A002 - typer's own keyword
+    """--fail-on, one of FailOn's values; a near miss is told the nearest (`warn`: did you mean
+    'warning'?), which click's own choice check does not. The callback hands over the FailOn."""
+    names = [m.value for m in FailOn]
+
+    def check(value: str) -> FailOn:
+        from .config import did_you_mean
+
+        if value not in names:
+            raise typer.BadParameter(f"'{value}' is not one of {', '.join(names)}{did_you_mean(value, names)}")
+        return FailOn(value)
+
+    return typer.Option(FailOn.never.value, "--fail-on", help=help, callback=check, metavar=f"[{'|'.join(names)}]")
+
+
 def exit_code(statuses: list[str], fail_on: FailOn) -> int:
     """1 when any run is at or above the --fail-on level, else 0."""
     if fail_on == FailOn.never:
@@ -199,7 +214,7 @@ def analyze(
     select: Optional[str] = typer.Option(None, help="Only these rule codes (comma-separated)."),
     ignore: Optional[str] = typer.Option(None, help="Skip these rule codes (comma-separated)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
-    fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a run is at or above this status."),
+    fail_on: str = fail_on_option("Exit 1 when a run is at or above this status."),  # a FailOn (see fail_on_option)
     quiet: bool = flag("--quiet", "-q", help="One line per problem run, then the counts; no progress bar."),
     verbose: bool = flag("--verbose", "-v", help="Every cause, fix and evidence item on every finding."),
     no_plots: bool = flag("--no-plots", help="Markdown/HTML without plots."),
@@ -271,7 +286,7 @@ def replay(
     fmt: Optional[OutputFormat] = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help=_OUTPUT_HELP),
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml (probe thresholds)."),
-    fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a finding is at or above this level."),
+    fail_on: str = fail_on_option("Exit 1 when a finding is at or above this level."),  # a FailOn (see fail_on_option)
     quiet: bool = flag("--quiet", "-q", help="No probe summary on stderr."),
     select: Optional[str] = typer.Option(None, help="Only these probe codes (comma-separated)."),
     ignore: Optional[str] = typer.Option(None, help="Skip these probe codes (comma-separated)."),
@@ -442,7 +457,7 @@ def audit(
     select: Optional[str] = typer.Option(None, help="Only these rule codes (comma-separated)."),
     ignore: Optional[str] = typer.Option(None, help="Skip these rule codes (comma-separated)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="A logdoctor.toml or pyproject.toml."),
-    fail_on: FailOn = typer.Option(FailOn.never, "--fail-on", help="Exit 1 when a run is at or above this status."),
+    fail_on: str = fail_on_option("Exit 1 when a run is at or above this status."),  # a FailOn (see fail_on_option)
     quiet: bool = flag("--quiet", "-q", help="Only problems: skip healthy runs and progress."),
     verbose: bool = flag("--verbose", "-v", help="With --details: every cause, fix and evidence item."),
 ) -> None:

@@ -55,6 +55,12 @@ def test_a_format_that_contradicts_the_extension_is_one_line(tmp_path):
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and not (tmp_path / "r.html").exists()
 
 
+def test_a_near_miss_of_fail_on_is_told_the_nearest_level():
+    result = invoke("analyze", str(RUN), "--fail-on=warn")
+    assert result.exit_code == 2 and "did you mean 'warning'?" in result.stderr
+    assert invoke("analyze", str(RUN), "--fail-on", "warning", "-q").exit_code == 1  # pl_clip_charlm_sgd warns
+
+
 def test_an_extension_no_format_writes_is_a_usage_error_naming_it(tmp_path):
     """`-o out.pdf` silently wrote terminal text under a PDF's name."""
     result = invoke("analyze", str(RUN), "-o", str(tmp_path / "out.pdf"))
