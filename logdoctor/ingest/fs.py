@@ -56,8 +56,12 @@ def is_special(path: str | os.PathLike) -> bool:
 
 
 def permission_denied(path: str | os.PathLike) -> bool:
-    """True for a file this user may not open for reading (a sniffing claim would only see no log)."""
+    """True for a file this user may not open for reading (a sniffing claim would only see no log).
+    A file anyone may read (mode o+r, most of them) is not opened: the walk asks this of every file
+    no format took (a folder of 20,000 images: 0.7 s of opens)."""
     try:
+        if os.stat(path).st_mode & stat.S_IROTH:
+            return False
         os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
     except PermissionError:
         return True
