@@ -169,3 +169,11 @@ def test_numbers_glued_to_words_of_another_script_are_numbers(tmp_path):
     run = _run(tmp_path, [f"第{e}轮 损失: {1.2 - 0.05 * e:.4f} 准确率: 0.{60 + e}" for e in range(1, 9)])
     loss = series(run, "loss")
     assert list(loss.steps) == list(range(1, 9)) and round(float(loss.values[0]), 4) == 1.15
+
+
+def test_a_notebook_table_copied_as_text_is_read_by_its_header_cells(tmp_path):
+    """HF's notebook table pasted as text: `Step<TAB>Training Loss<TAB>Validation Loss`, then rows."""
+    rows = [f"{10 * i}\t{2.5 - 0.2 * i:.6f}\t{2.6 - 0.15 * i:.6f}" for i in range(1, 4)]
+    run = _run(tmp_path, ["Step\tTraining Loss\tValidation Loss", *rows])
+    assert list(series(run, "training_loss").steps) == [10, 20, 30]
+    assert list(series(run, "validation_loss").values) == [2.45, 2.3, 2.15]

@@ -56,6 +56,8 @@ _BAR_TAIL = re.compile(r":\s+\d+%\|.*$")
 #: Markdown emphasis and code marks a paste into an issue thread adds around some lines (`**Train loss 1 0.2**`).
 _MARKUP = re.compile(r"\*\*|`")
 _WORD = re.compile(r"[a-z_][\w./-]*", re.IGNORECASE)
+#: A header cell of several words (`Training Loss`).
+_NAME = re.compile(r"[a-z_][\w./-]*(?: [a-z_][\w./-]*){1,3}", re.IGNORECASE)
 #: Where a name cannot reach back past: a cell border, a list separator, a spaced dash (Keras' ` - loss:`).
 _BORDER = re.compile(r"[|,;\[\](){}\t]|\s-\s")
 #: Loss written short (`l`, `ls`, `lo`, `los`): its letters in order, starting with l.
@@ -131,8 +133,12 @@ def mine(lines: Iterable[str]) -> tuple[list[Template], list[tuple[int, list[str
 
 
 def _header(line: str) -> list[str] | None:
-    words = line.split()
-    return words if len(words) >= 2 and all(_WORD.fullmatch(w) for w in words) else None
+    """A line of names only: its names, split at tabs or runs of spaces where it has them (a
+    notebook table copied as text: `Step<TAB>Training Loss<TAB>Validation Loss`), else at spaces."""
+    cells = line.strip()
+    words = re.split(r"\t|\s{2,}", cells) if re.search(r"\t|\s{2,}", cells) else cells.split()
+    words = [w.strip() for w in words if w.strip()]
+    return words if len(words) >= 2 and all(_WORD.fullmatch(w) or _NAME.fullmatch(w) for w in words) else None
 
 
 def _slot_key(gap: str) -> str:
