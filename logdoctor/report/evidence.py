@@ -137,6 +137,8 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "boundary_drops": ("drop at each boundary", "value", "the loss level at the end of each epoch minus the level at the start of the next"),
     "fall_90_at_fraction": ("90% of the fall by", "share", "the share of the run by which the loss made 90% of its fall (early: not held back)"),
     "margin_loss": ("margin-scaled loss", "value", "the margin-scaled softmax (ArcFace, CosFace...) the config or metric names: it starts far above ln K by design"),
+    "train_loss_low": ("lowest training loss", "level", "the training loss's lowest level at the evaluations of a constant validation metric"),
+    "train_loss_high": ("highest training loss", "level", "the training loss's highest level at the evaluations of a constant validation metric"),
     "lr_floor": ("LR at the floor", "level", "the learning rate where it reached the floor the finding counts from"),
     "warmup_end_fraction": ("warmup ends at", "share", "where the LR stops rising, as a share of the run"),
     "floor_step": ("LR at its floor from", "step", "the first step at the floor"),

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import curves
 from ..model import Finding
+from ..numbers import fmt_num, percent
 from ..view import RunView
 from .base import Rule
 
@@ -102,7 +103,10 @@ class ValMetricConstant(Rule):
         confidence = 0.6 + 0.2 * min(1.0, (len(values) - 2) / 8) + 0.2 * min(1.0, change / 0.5)
         return self.finding(
             val,
-            title=f"{val.name} is {centre:.6g} at all {len(values)} evaluations while training loss moved {change:.0%}",
+            title=(
+                f"{val.name} is {centre:.6g} at all {len(values)} evaluations while training loss ranged "
+                f"{fmt_num(float(np.min(levels)))} to {fmt_num(float(np.max(levels)))} over them ({percent(change)} of its level)"
+            ),
             steps=(int(steps[0]), int(steps[-1])),
             confidence=confidence,
             evidence={
@@ -111,6 +115,8 @@ class ValMetricConstant(Rule):
                 "spread": spread,
                 "train_loss_first": train_first,
                 "train_loss_last": train_last,
+                "train_loss_low": float(np.min(levels)),
+                "train_loss_high": float(np.max(levels)),
                 "train_relative_change": change,
             },
         )
