@@ -14,6 +14,7 @@ and a folder nested 1,000 deep raised RecursionError and lost every run beside i
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -55,14 +56,23 @@ def is_special(path: str | os.PathLike) -> bool:
     return special_kind(path) is not None
 
 
+@functools.cache
+def _identity() -> tuple[int, frozenset[int]]:
+    """This process's user and groups, which decide which of a file's read bits apply to it."""
+    return os.geteuid(), frozenset([os.getegid(), *os.getgroups()])
+
+
 def permission_denied(path: str | os.PathLike) -> bool:
     """True for a file this user may not open for reading (a sniffing claim would only see no log).
-    A file anyone may read (mode o+r, most of them) is not opened: the walk asks this of every file
-    no format took (a folder of 20,000 images: 0.7 s of opens)."""
+    A file whose mode lets this user read it (most of them) is not opened: the walk asks this of
+    every file no format took (a folder of 20,000 images: 0.7 s of opens)."""
     try:
-        if os.stat(path).st_mode & stat.S_IROTH:
+        st = os.stat(path)
+        uid, groups = _identity()
+        bit = stat.S_IRUSR if st.st_uid == uid else stat.S_IRGRP if st.st_gid in groups else stat.S_IROTH
+        if st.st_mode & bit:
             return False
-        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))  # root, or an ACL, may read it all the same
     except PermissionError:
         return True
     except OSError:
