@@ -671,16 +671,14 @@ def explain(code: str = typer.Argument(..., help="A rule code, e.g. crawl.")) ->
     from .config import did_you_mean
     from .replay import PROBE_CODES
     from .rules import all_rules
-    from .ruledocs import probe_markdown, rule_markdown
+    from .ruledocs import code_page
 
-    cls = all_rules().get(code)
-    # a probe's page is packaged, so the base install (no PyTorch) documents every probe too
-    page = rule_markdown(cls) if cls is not None else probe_markdown(code) if code in PROBE_CODES else None
-    if page is None:
+    found = code_page(code)  # a probe's page is packaged: the base install (no PyTorch) documents every probe too
+    if found is None:
         raise fail(f"unknown rule or replay probe code '{code}'{did_you_mean(code, [*all_rules(), *PROBE_CODES])} (see `logdoctor rules`)")
     from rich.markdown import Markdown
 
-    sys.stdout.write(_trimmed(lambda console: console.print(Markdown(page)), like=_console()))
+    sys.stdout.write(_trimmed(lambda console: console.print(Markdown(found[1])), like=_console()))
 
 
 def main() -> None:

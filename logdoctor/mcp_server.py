@@ -78,14 +78,13 @@ def build_server():
     def explain(code: str) -> dict[str, Any]:
         from .config import did_you_mean
         from .replay import PROBE_CODES
-        from .replay.command import probe_class
         from .rules import all_rules
-        from .ruledocs import rule_markdown
+        from .ruledocs import code_page
 
-        cls = all_rules().get(code) or probe_class(code)
-        if cls is None:
+        found = code_page(code)  # probes too without PyTorch (their pages are packaged)
+        if found is None:
             raise ToolError(f"unknown rule or replay probe code '{code}'{did_you_mean(code, [*all_rules(), *PROBE_CODES])}")
-        return {"code": code, "severity": getattr(cls, "severity", None), "markdown": rule_markdown(cls)}
+        return {"code": code, "severity": found[0], "markdown": found[1]}
 
     @server.tool(description="Did a change make training worse? Compare a run with its baselines (run folders or log files; several baselines, e.g. seeds, make the noise band): per shared metric behind / level / ahead beyond the noise, the step it departs, by how much at the end and at its best; the settings and findings that differ. The logdoctor.compare/v1 JSON document; regression is true when the primary loss or task metric is behind.")
     def compare(run: str, baselines: list[str], align: str = "step") -> dict[str, Any]:

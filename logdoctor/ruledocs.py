@@ -7,6 +7,7 @@ from there in any install.
 """
 from __future__ import annotations
 
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -33,8 +34,25 @@ def rule_markdown(cls: type[Rule]) -> str:
 
 def probe_markdown(code: str) -> str | None:
     """A replay probe's page as packaged (see the module docstring); None for no such probe."""
+    from .replay import PROBE_CODES
+
+    if code not in PROBE_CODES:
+        return None
     page = resources.files("logdoctor") / "probedocs" / f"{code}.md"
     return page.read_text(encoding="utf-8") if page.is_file() else None
+
+
+def code_page(code: str) -> tuple[str | None, str] | None:
+    """(severity, Markdown page) of a rule or replay probe code in any install, for `explain` and
+    the MCP server's explain; None for an unknown code."""
+    cls = all_rules().get(code)
+    if cls is not None:
+        return cls.severity, rule_markdown(cls)
+    page = probe_markdown(code)
+    if page is None:
+        return None
+    severity = re.search(r"^Severity: \*\*(\w+)\*\*", page, re.M)  # the line rule_markdown writes
+    return (severity.group(1) if severity else None), page
 
 
 def write_probe_docs(folder: Path) -> list[Path]:

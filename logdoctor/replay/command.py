@@ -36,12 +36,3 @@ def merge_into(diagnosis, checkpoint: Path, **options):
     result = run(checkpoint, **options)
     merge_replay(rd, result)
     return result
-
-
-def probe_class(code: str):
-    """The replay probe documented under `code` (for `logdoctor explain`), or None, also without PyTorch."""
-    try:
-        from .catalogue import all_probes
-    except ImportError:
-        return None
-    return all_probes().get(code)
