@@ -12,6 +12,7 @@ call writes it), as in an installed package.
     python3 -m venv /tmp/rm-venv && /tmp/rm-venv/bin/pip install runmedic   # kept out of logdoctor's venv
     python benchmarks/bench_startup.py --runmedic /tmp/rm-venv/bin/runmedic [--repeats 7] [--markdown]
     python benchmarks/bench_startup.py --heavy      # also lists heavy modules each command imported
+    python benchmarks/bench_startup.py --stages sample_runs/csv_healthy_amp_charlm   # where one analyze's CPU goes
     # an older tree beside this one: git archive REV logdoctor | tar -x -C OLD
     python benchmarks/bench_startup.py --runmedic ... --before OLD[:DIR_WITH_ITS_TYPER]
 """
@@ -111,6 +112,44 @@ def heavy_imports(args: list[str]) -> list[str]:
     return [m for m in HEAVY if m in loaded]
 
 
+#: One `analyze` stage by stage in a fresh interpreter: CPU milliseconds per stage, '|'-separated.
+_STAGES = """
+import sys, time
+marks = [("", time.process_time())]
+def mark(name):
+    marks.append((name, time.process_time()))
+import numpy; mark("import numpy")
+import polars; mark("import polars")
+import typer, rich.console; mark("import typer, rich.console")
+import logdoctor.cli, logdoctor.diagnose; mark("import logdoctor (cli, diagnose, model, config, roles)")
+from logdoctor.ingest import _formats, load_runs; _formats(); mark("import the format modules (discovery offers each folder to all)")
+from logdoctor.rules import all_rules; all_rules(); mark("import the rule modules")
+from pathlib import Path
+runs, errors = load_runs(Path(sys.argv[1])); mark("read the run (load_runs)")
+from logdoctor.config import Config
+from logdoctor.diagnose import build_rules, diagnose_run
+config = Config(); results = [diagnose_run(run, config, build_rules(config)) for run in runs]; mark("diagnose (roles, rules, did-it-learn)")
+from logdoctor.model import Diagnosis
+from logdoctor.report.json_report import render_json
+render_json(Diagnosis(root=sys.argv[1], runs=results, errors=errors)); mark("render the JSON report")
+print("|".join(f"{name}={(t - t0) * 1000:.2f}" for (name, t), (_, t0) in zip(marks[1:], marks[:-1])))
+"""
+
+
+def stages(run: str, repeats: int, env: dict[str, str]) -> None:
+    """Median CPU of each stage of one in-process analyze of `run` over `repeats` fresh interpreters."""
+    got: dict[str, list[float]] = {}
+    for _ in range(repeats + 1):  # the first writes the bytecode cache
+        out = subprocess.run([sys.executable, "-c", _STAGES, run], capture_output=True, text=True, env=env, cwd=REPO, check=True).stdout
+        for part in out.strip().split("|"):
+            name, ms = part.rsplit("=", 1)
+            got.setdefault(name, []).append(float(ms))
+    print(f"| stage of `analyze {run}`, in process | CPU |\n| --- | ---: |")
+    for name, values in got.items():
+        print(f"| {name} | {statistics.median(values[1:]):.0f} ms |")
+    print(f"| total | {sum(statistics.median(v[1:]) for v in got.values()):.0f} ms |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
@@ -118,11 +157,17 @@ def main() -> None:
     parser.add_argument("--heavy", action="store_true", help="list the heavy modules each logdoctor command imported")
     parser.add_argument("--before", help="PYTHONPATH of an older logdoctor tree, timed beside this one")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--stages", metavar="RUN", help="only: where one analyze of RUN spends its CPU, stage by stage")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_startup_"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.update(NO_COLOR="1", COLUMNS="100", PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
+    if args.stages:
+        print(f"load average {os.getloadavg()[0]:.1f}")
+        stages(args.stages, args.repeats, env)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     ld = [sys.executable, "-m", "logdoctor"]
     rm = [args.runmedic] if args.runmedic else None
 
