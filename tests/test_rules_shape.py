@@ -428,6 +428,16 @@ def test_a_spike_that_more_than_doubles_the_loss_warns_even_when_the_first_loss_
     assert spike.severity == severity
 
 
+def test_a_training_loss_that_turns_and_climbs_at_every_epoch_since_is_diverge():
+    """Keras, 9 epochs: 1.587 -> 1.093 by epoch 4, then 1.104, 1.140, 1.186, 1.214, 1.237: a fifth of
+    the progress lost so far, but worse at every epoch. Near miss: the same turn that levels off."""
+    e = np.arange(1, 10)
+    climbing = np.array([1.5869, 1.2171, 1.1202, 1.0933, 1.1043, 1.1402, 1.1855, 1.2136, 1.2371])
+    assert fired(diagnose(synthetic({"loss": (e, climbing)})))["diverge"].severity == "critical"
+    settles = np.array([1.5869, 1.2171, 1.1202, 1.0933, 1.1043, 1.1402, 1.1255, 1.1136, 1.1171])
+    assert "diverge" not in fired(diagnose(synthetic({"loss": (e, settles)})))
+
+
 def test_a_three_epoch_staircase_of_memorisation_is_epoch_jumps():
     """An LLM's 3-epoch SFT: level 1.1 through epoch 1, 0.65 through epoch 2, 0.3 through epoch 3."""
     per = 400

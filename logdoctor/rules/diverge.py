@@ -63,6 +63,11 @@ class Diverge(Rule):
         "min_tail_share": 0.8,
         # ...or the last tenth is still climbing: a rising Mann-Kendall trend at this p
         "climb_p": 0.01,
+        # ...or it turned at its best and climbs at nearly every point since (Kendall tau at least
+        # min_turn_tau over min_turn_points or more), min_turn_rise above its best and still at its top
+        "min_turn_points": 5,
+        "min_turn_tau": 0.8,
+        "min_turn_rise": 0.1,
         # isolated NaN/inf points (not a tail) count from this share of the points: an
         # occasional overflowed fp16 loss in a run that carries on learning is not a divergence
         "min_intermittent_share": 0.01,
@@ -81,7 +86,7 @@ class Diverge(Rule):
         series = primary_loss(view)
         if series is None:
             return []
-        found = self._zero_beside_nonfinite_grad(series, view.series("grad_norm")) or self._blow_up(series)
+        found = self._zero_beside_nonfinite_grad(series, view.series("grad_norm")) or self._blow_up(series, training=series.name == view.roles.get("train_loss"))
         return [found] if found else []
 
     def _zero_beside_nonfinite_grad(self, series: Series, grad: Series | None) -> Finding | None:
@@ -154,7 +159,24 @@ class Diverge(Rule):
         climb = curves.trend(c.steps[-k:], c.y[-k:])
         return climb.tau > 0 and climb.p_value < self.params["climb_p"] and curves.end_level(c.y) >= upper_half
 
-    def _blow_up(self, series: Series) -> Finding | None:
+    def _turned(self, c: curves.Curve, low_i: int, low: float, end: float) -> bool:
+        """The loss turned at its best and has climbed at (nearly) every point since, to a tenth or
+        more above it, and is still at its highest when the run stops: training is getting worse
+        step after step (an LR too high for this phase), however small a share of the earlier
+        progress it has lost so far (9 epochs: 1.587 -> 1.093 by epoch 4, then 1.104, 1.140, 1.186,
+        1.214, 1.237)."""
+        after = c.y[low_i:]
+        if len(after) < self.params["min_turn_points"] or low <= 0:
+            return False
+        climb = curves.trend(c.steps[low_i:], after)
+        return bool(
+            climb.tau >= self.params["min_turn_tau"]
+            and climb.p_value < self.params["climb_p"]
+            and end >= (1 + self.params["min_turn_rise"]) * low
+            and after[-1] >= np.max(after) - 0.05 * (np.max(after) - low)
+        )
+
+    def _blow_up(self, series: Series, training: bool) -> Finding | None:
         c = curves.curve(series)
         if c is None or len(c) < self.params["min_points"]:
             return None
@@ -187,7 +209,9 @@ class Diverge(Rule):
         growth = end / low if low > 0 else math.inf
         by_progress = over_progress >= self.params["min_rise_over_progress"]
         by_growth = growth >= self.params["min_growth_factor"]
-        if not (by_progress or by_growth) or rise < self.params["min_rise_relative"] * abs(low):
+        # (a training loss only: a validation loss that turns up is overfit's business)
+        by_turn = training and self._turned(c, low_i, low, end)
+        if not (by_progress or by_growth or by_turn) or rise < self.params["min_rise_relative"] * abs(low):
             return None
         # it must stay up: most of the last tenth sits in the upper half of the rise, or the last
         # tenth is still climbing into it (a spike that came back down does neither)
