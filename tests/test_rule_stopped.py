@@ -75,3 +75,16 @@ def test_a_run_stopped_by_the_scaler_at_its_minimum_is_a_collapsed_scaler(tmp_pa
     collapse = next(f for f in rd.findings if f.code == "scaler_collapse")
     assert collapse.severity == "critical" and collapse.evidence["ending"] == "loss scale at its minimum"
     assert rd.findings[0].code == "scaler_collapse"
+
+
+def test_a_short_paste_of_a_crash_is_read_and_says_stopped(tmp_path):
+    """Two Keras progress lines, then TensorFlow's OOM: too few lines to count as a log by its losses
+    alone, but a loss printed and a crash ending make it one."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "train.log").write_text(
+        "Epoch 1/10\n100/100 [==============================] - 12s 120ms/step - loss: 0.6931 - accuracy: 0.5012\n"
+        "Epoch 2/10\n 37/100 [=========>....................] - ETA: 7s - loss: 0.6929 - accuracy: 0.5050\n"
+        + "\n".join(TRACEBACK) + "\ntensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor\n"
+    )
+    out = CliRunner().invoke(app, ["analyze", str(tmp_path), "-q"], env={"COLUMNS": "200", "NO_COLOR": "1"}).stdout
+    assert "stopped" in out.splitlines()[0] and "ran out of memory" in out and "1 stopped" in out

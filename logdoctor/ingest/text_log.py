@@ -138,9 +138,17 @@ def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | No
 
 def is_text_log(path: Path) -> bool:
     """True when the file's first 64 KiB read as a training log (see the module doc), by the line
-    families or else by their numeric templates (`text_templates`)."""
+    families or else by their numeric templates (`text_templates`), or when a loss is printed at
+    least once and the file ends on the error that stopped the run (a short paste of a crash)."""
     head = _head(path)
-    return bool(head) and (is_text_log_head(head) or _templates_of(head.split("\n")) is not None)
+    if not head:
+        return False
+    evidence = _head_evidence(head)
+    return (
+        evidence >= _MIN_EVIDENCE
+        or _templates_of(head.split("\n")) is not None
+        or (evidence > 0 and _ending_of(_tail(path)) is not None)
+    )
 
 
 def _templates_of(lines: Iterable[str]) -> list[text_templates.Template] | None:
@@ -149,17 +157,22 @@ def _templates_of(lines: Iterable[str]) -> list[text_templates.Template] | None:
 
 
 def is_text_log_head(head: str) -> bool:
-    """The test of `is_text_log` on text already read (stdin is read once)."""
+    """The line-family test of `is_text_log` on text already read (stdin is read once)."""
+    return _head_evidence(head) >= _MIN_EVIDENCE
+
+
+def _head_evidence(head: str) -> int:
+    """Lines of the text that give a loss value to a record, counted up to `_MIN_EVIDENCE`."""
     head = ascii_forms(head)
     if not _HAS_DIGIT.search(head) or not (has_counter(head) or _LOSS_WORD.search(head) or _YOLO_ROW.search(head)):
-        return False  # label files, requirements, prose: one scan says no
+        return 0  # label files, requirements, prose: one scan says no
     parser = _Parser()
     for line in _ANSI.sub("", head).split("\n"):
         for part in line.split("\r"):
             parser.feed(part.replace("\b", ""))
             if parser.evidence >= _MIN_EVIDENCE:
-                return True
-    return False
+                return parser.evidence
+    return parser.evidence
 
 
 #: A counter word without its number (`at step ?`, `epoch finished`): the line names a step it does not give.
@@ -601,7 +614,8 @@ def read_stream(stream: BinaryIO, label: str = STDIN) -> Run:
     text = head.decode("utf-8", errors="replace")
     tail: deque[bytes] = deque(maxlen=text_ending.TAIL_LINES * 4)  # blank lines and redraws too
     lines = (tail.append(raw) or raw for raw in itertools.chain(io.BytesIO(head + stream.readline()), stream))
-    if is_text_log_head(text):
+    evidence = _head_evidence(text)
+    if evidence >= _MIN_EVIDENCE or (evidence > 0 and len(head) < _SNIFF_BYTES and _ending_of(head.split(b"\n"))):
         scalars, notes, warnings = read_lines(lines, label)
     elif _templates_of(text.split("\n")) is not None:
         scalars, notes, warnings = _read_templates(lines, label)

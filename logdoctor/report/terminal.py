@@ -214,7 +214,7 @@ def render_problem_lines(diagnosis: Diagnosis, console: Console) -> None:
     rows = []
     for rd in by_severity(diagnosis.runs):
         top = next((f for f in rd.findings if f.severity != "info"), None) or next(
-            (f for f in rd.findings if f.code in ("stopped", "not_checked")), None
+            (f for code in ("stopped", "not_checked") for f in rd.findings if f.code == code), None
         )
         if verdict(rd) != "healthy" and top is not None:
             rows.append((rd, top))
