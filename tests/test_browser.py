@@ -252,7 +252,13 @@ window.addEventListener("load", function () {
   var cards = Array.from(document.querySelectorAll("section.run[data-run]")), failed = {};
   (function next(i) {
     if (i === cards.length) {
-      var seen = { cards: cards.length, failed: failed, errors: window.__errors,
+      // every level line (clip threshold, best validation level, chance) inside its chart's y axis
+      var offAxis = [];
+      window.logdoctorCharts.forEach(function (c) {
+        var y = c.u && c.u.scales.y;
+        c.marks.forEach(function (m) { if (m.kind === "level" && m.y !== undefined && y && (m.y < y.min || m.y > y.max)) offAxis.push(m.label); });
+      });
+      var seen = { cards: cards.length, failed: failed, errors: window.__errors, offAxis: offAxis,
                    blank: cards.filter(function (c) { return !c.querySelector("canvas"); }).map(function (c) { return c.dataset.run; }) };
       var out = document.createElement("pre"); out.id = "probe"; out.textContent = JSON.stringify(seen); document.body.appendChild(out);
       return;
@@ -280,6 +286,7 @@ def test_every_bundled_runs_card_draws_without_a_script_error(tmp_path):
     assert seen["cards"] == 52
     assert seen["failed"] == {} and seen["errors"] == []
     assert seen["blank"] == []
+    assert seen["offAxis"] == []  # the clip threshold 0.01 under norms of ~1 was off the axis, in the legend only
 
 
 #: Compare runs: untick all but the last run, switch the metric away and back, report which runs stay ticked.

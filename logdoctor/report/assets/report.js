@@ -149,7 +149,7 @@
       });
       box.appendChild(key);
     }
-    var entry = { u: null, el: box };
+    var entry = { u: null, el: box, marks: opt.marks || [] };
     function build() {
       if (entry.u) entry.u.destroy();
       toggle.textContent = logMain ? "log scale ✓" : "log scale";
