@@ -177,3 +177,8 @@ def test_a_notebook_table_copied_as_text_is_read_by_its_header_cells(tmp_path):
     run = _run(tmp_path, ["Step\tTraining Loss\tValidation Loss", *rows])
     assert list(series(run, "training_loss").steps) == [10, 20, 30]
     assert list(series(run, "validation_loss").values) == [2.45, 2.3, 2.15]
+
+
+def test_train_and_validation_losses_written_as_two_letters(tmp_path):
+    run = _run(tmp_path, [f"Ep {e}\tTL {1.2 - 0.1 * e:.2f}\tVL {1.3 - 0.05 * e:.2f}\tTA 0.{60 + e}" for e in range(1, 7)])
+    assert list(series(run, "loss").values)[:2] == [1.1, 1.0] and list(series(run, "val_loss").values)[:2] == [1.25, 1.2]

@@ -60,8 +60,9 @@ _WORD = re.compile(r"[a-z_][\w./-]*", re.IGNORECASE)
 _NAME = re.compile(r"[a-z_][\w./-]*(?: [a-z_][\w./-]*){1,3}", re.IGNORECASE)
 #: Where a name cannot reach back past: a cell border, a list separator, a spaced dash (Keras' ` - loss:`).
 _BORDER = re.compile(r"[|,;\[\](){}\t]|\s-\s")
-#: Loss written short (`l`, `ls`, `lo`, `los`): its letters in order, starting with l.
-_LOSS_SHORT = re.compile(r"l(?:o?s{0,2}|s)", re.IGNORECASE)
+#: Loss written short (`l`, `ls`, `lo`, `los`), a split's letter before it (`tl`, `vl`: train and
+#: validation loss).
+_LOSS_SHORT = re.compile(r"(?:(?P<train>t|tr|trn)|(?P<val>v|val|vl))?_?l(?:o?s{0,2}|s)", re.IGNORECASE)
 _LOSS_ROLES = ("train_loss", "val_loss")
 #: Lines a template must hold for its loss to be found by its place (three rows of a data table are no curve).
 GUESS_MIN_LINES = 5
@@ -200,13 +201,16 @@ def _rises_by_whole_numbers(values: list[float]) -> bool:
 
 
 def _loss_by_position(templates: list[Template]) -> None:
-    """No loss named on the page: a name that shortens "loss" is it, else the first unnamed
-    number of the template with the most lines."""
+    """No loss named on the page: names that shorten "loss" are it (`vl` the validation loss), else
+    the first unnamed number of the template with the most lines."""
+    short = False
     for t in templates:
         for s in t.slots:
-            if not s.counter and _LOSS_SHORT.fullmatch(s.name or "-"):
-                s.name, s.how = "loss", f"{s.name!r}, loss written short"
-                return
+            m = _LOSS_SHORT.fullmatch(s.name or "-") if not s.counter else None
+            if m:
+                s.name, s.how, short = "val_loss" if m["val"] else "loss", f"{s.name!r}, loss written short", True
+    if short:
+        return
     for t in sorted(templates, key=lambda t: -len(t.lines)):
         # no name, or a header's name that says nothing of its role (a detector's `box  obj  cls  total`)
         unnamed = [s for s in t.slots if not s.counter and (not s.name or (s.how == "header" and role(s.name) is None))]
