@@ -3,7 +3,7 @@
     ▼ REGRESSION  lr_tenth vs base_csv  [tensorboard vs csv]
       regression: val loss behind from step 19, val acc behind from step 19 · aligned on step · …
       val loss    ▼ behind from step 19  (Loss/val vs val_loss, steps 19–299)
-                  at the end (step 299) 1.244 vs 0.05921: +1.185 (+2,002%); level within ±0.009121
+                  at the end (step 299) 1.244 vs 0.05921: +1.185 (+2,002%); level within ±0.01364
                   at its best 1.244 (step 279) vs 0.05921 (step 299): +1.185 (+2,002%)
       …
       settings    lr 1e-4 vs 0.001
