@@ -10,6 +10,7 @@ both, in turn; wall time, CPU (user + system) and peak RSS of the child, medians
     python benchmarks/gen_large_tb.py                             # 2M scalars -> benchmarks/data/
     python benchmarks/gen_large_tb.py --steps 40000 --out /tmp/tb400k
     python benchmarks/bench_rustboard.py benchmarks/data/tb_simple_value /tmp/tb400k/tb_tensor [--repeats 3] [--markdown]
+    python benchmarks/bench_rustboard.py --where /tmp/tb400k/tb_simple_value   # where logdoctor's reading goes
 """
 from __future__ import annotations
 
@@ -69,12 +70,47 @@ def scalars(folder: Path) -> int:
     return sum(run.scalars.height for run in runs)
 
 
+#: The stages of reading an event file, as functions of logdoctor.ingest (module, function).
+_READ_STAGES = (
+    ("tfrecord", "_frame_block", "framing: record lengths walked or predicted, header CRCs"),
+    ("tfrecord", "_data_crc_ok", "data CRC-32C of every record (numpy table lookups)"),
+    ("tfevents", "_decode_batch", "decoding the fields (wall time, step, tag, value) in numpy"),
+    ("tfevents", "_factorize", "  of which: tags to codes (hash, unique)"),
+)
+
+
+def where(folder: Path) -> None:
+    """Share of one in-process read of `folder` (after a warm-up read) per stage, under cProfile."""
+    import cProfile
+    import pstats
+
+    from logdoctor.ingest import load_runs
+
+    load_runs(folder)
+    profile = cProfile.Profile(time.process_time)  # CPU, not wall: the box is shared
+    start = time.process_time()
+    profile.enable()
+    load_runs(folder)
+    profile.disable()
+    total = time.process_time() - start
+    stats = pstats.Stats(profile).stats
+    print(f"| reading {folder.name} (in process, under cProfile: {total:.2f} CPU-s) | share |\n| --- | ---: |")
+    for module, function, label in _READ_STAGES:
+        cum = sum(v[3] for (path, _, name), v in stats.items() if name == function and path.endswith(f"{module}.py"))
+        print(f"| {label} | {cum / total * 100:.0f} % |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", type=Path, help="folders of event files (gen_large_tb.py)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--where", action="store_true", help="only: where logdoctor's reading of each folder goes")
     args = parser.parse_args()
+    if args.where:
+        for folder in args.folders:
+            where(folder)
+        return
     tmp = Path(tempfile.mkdtemp(prefix="bench_rustboard_"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
