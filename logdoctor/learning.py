@@ -65,6 +65,10 @@ RESOLUTION = 5e-4
 LEVEL_Z = 2.0
 #: A loss within this share of ln K sits at chance.
 CHANCE_LOSS_TOLERANCE = 0.05
+#: A loss within this share of ln K names K by itself (with an accuracy no better than 1.5/K), for a
+#: K up to MAX_LOSS_K (beyond it every loss lies within 1 % of some ln K).
+LOSS_K_TOLERANCE = 0.01
+MAX_LOSS_K = 20
 #: An accuracy within this share of 1/K (or 0.03, whichever is larger) sits at chance.
 CHANCE_ACC_TOLERANCE = 0.2
 #: A loss that ends this share above its start (and beyond noise) rose and stayed: diverge.
@@ -153,6 +157,10 @@ def judge(view: RunView) -> Learning:
             ("ended no lower than it started", "no_fall") if levels.end >= levels.start else ("fell no further than its noise", "no_fall")
         )
         return Learning(False, reason, code, loss, confidence, steps, {**evidence, "claim": claim}, "critical")
+    if chance is None and loss.name == view.roles.get("train_loss"):
+        val_chance = _validation_at_chance(view)
+        if val_chance is not None:
+            return val_chance
     if chance is not None:
         reason, extra = chance
         code = "flat"  # at chance at the end, whatever its path there: nothing learned beyond the class prior
@@ -331,16 +339,20 @@ def _starts_mid_run(view: RunView, loss: Series) -> bool:
     return bool(len(steps) >= 2 and steps[-1] > 0 and steps[0] > late * steps[-1])
 
 
-def _at_chance(view: RunView, loss_end: float) -> tuple[str, dict[str, Any]] | None:
+def _at_chance(view: RunView, loss_end: float, accuracies: tuple[str, ...] = ("val_acc", "train_acc")) -> tuple[str, dict[str, Any]] | None:
     """'ends at chance' with its numbers, when the loss sits at ln K for the run's K.
 
     K is tried from the config's class count, then from a plain accuracy ending near 1/K
     (a config can be wrong: `num_classes: 200` on a run whose accuracy sits at exactly 10 %);
     a K whose chance accuracy the run's accuracy clearly beats is no chance level of this run."""
     accuracy = _accuracy_end(view)
-    candidates = [k for k in (class_count(view.run.config), _k_from_accuracy(accuracy)) if k is not None]
+    config_k = class_count(view.run.config)
+    ends = _accuracy_ends(view, accuracies)
+    by_loss = _k_from_loss(loss_end, max(ends) if ends else None)
+    candidates = ([config_k] if config_k is not None else []) + _ks_from_accuracy(accuracy) + by_loss
     for k in dict.fromkeys(candidates):
-        if accuracy is not None and accuracy > 1 / k + max(0.03, CHANCE_ACC_TOLERANCE / k):
+        beaten = _loss_k_accuracy(k) if k in by_loss else 1 / k + max(0.03, CHANCE_ACC_TOLERANCE / k)
+        if accuracy is not None and accuracy > beaten:
             continue  # the accuracy beat chance: the loss only looks like ln K
         chance = math.log(k)
         tolerance = CHANCE_LOSS_TOLERANCE * chance
@@ -353,19 +365,62 @@ def _at_chance(view: RunView, loss_end: float) -> tuple[str, dict[str, Any]] | N
     return None
 
 
-def _k_from_accuracy(accuracy: float | None) -> int | None:
-    """The class count an accuracy sitting at chance says (1/K within tolerance), if it says one."""
+def _validation_at_chance(view: RunView) -> Learning | None:
+    """The training loss fell, but the validation loss ends at ln K with the validation accuracy at
+    1/K: the model fits its training set and predicts nothing it was not shown (a window of 9 of 80
+    epochs: train 2.31 -> 1.72, val 1.79-1.86 at ln 6 with val accuracy 0.16-0.24)."""
+    val = view.series("val_loss")
+    levels = _levels(val)
+    if val is None or levels is None or view.series("val_acc") is None:
+        return None
+    found = _at_chance(view, levels.end, ("val_acc",))
+    if found is None or "accuracy_end" not in found[1]:
+        return None
+    reason, extra = found
+    evidence = {"loss_start": levels.start, "loss_end": levels.end, "change_noise": LEVEL_Z * levels.error, **extra, "claim": "at_chance"}
+    return Learning(False, reason, "flat", val, 0.85, (levels.first_step, levels.last_step), evidence, "critical")
+
+
+def _k_from_loss(loss_end: float, accuracy: float | None) -> list[int]:
+    """The K a loss sitting within 1 % of ln K says, when an accuracy is logged and none of the
+    loss's split is better than 1.5/K (a training loss needs its training accuracy at chance too: a
+    training set learned beyond chance is no uniform guess): a mean probability of 1/K on the right class with an accuracy near 1/K is a
+    uniform guess over K, whatever the task's real class count (val loss 1.787 = ln 6 beside a
+    validation accuracy of 0.16-0.24 whose closing point alone would say 4 or 5 classes)."""
+    if accuracy is None or not loss_end > math.log(2) * (1 - LOSS_K_TOLERANCE):
+        return []
+    k = round(math.exp(loss_end))
+    if not 2 <= k <= MAX_LOSS_K or abs(loss_end - math.log(k)) > LOSS_K_TOLERANCE * math.log(k) or accuracy > _loss_k_accuracy(k):
+        return []
+    return [k]
+
+
+def _loss_k_accuracy(k: int) -> float:
+    """The best accuracy a loss-derived K allows: 1.5/K, and at most 0.1 above 1/K (binary: 0.6)."""
+    return min(1.5 / k, 1 / k + 0.1)
+
+
+def _ks_from_accuracy(accuracy: float | None) -> list[int]:
+    """The class counts an accuracy sitting at chance may say (1/K within tolerance), nearest first:
+    an accuracy read off a few noisy evaluations (0.2 at 6 classes) fits more than one K."""
     if accuracy is None or not 0 < accuracy <= 0.55:
-        return None
-    k = round(1 / accuracy)
-    if k < 2 or abs(accuracy - 1 / k) > max(0.03, CHANCE_ACC_TOLERANCE / k):
-        return None
-    return k
+        return []
+    near = round(1 / accuracy)
+    ks = [k for k in range(max(2, near - 1), near + 2) if abs(accuracy - 1 / k) <= max(0.03, CHANCE_ACC_TOLERANCE / k)]
+    return sorted(ks, key=lambda k: abs(accuracy - 1 / k))
 
 
 def _accuracy_end(view: RunView) -> float | None:
-    """The end level of the run's plain accuracy (a share; percentages divided by 100), if any."""
-    for role in ("val_acc", "train_acc"):
+    """The end level of the run's plain accuracy (validation first; a share), if any."""
+    ends = _accuracy_ends(view)
+    return ends[0] if ends else None
+
+
+def _accuracy_ends(view: RunView, roles: tuple[str, ...] = ("val_acc", "train_acc")) -> list[float]:
+    """The end levels of the run's plain accuracies of these roles, in their order (shares:
+    percentages divided by 100)."""
+    ends = []
+    for role in roles:
         series = view.series(role)
         if series is None or not _is_accuracy(series.name):
             continue
@@ -373,8 +428,8 @@ def _accuracy_end(view: RunView) -> float | None:
         if len(y) < 2:
             continue
         end = curves.level(y, "end", min_points=1)
-        return end / 100 if np.nanmax(y) > 1.0 else end
-    return None
+        ends.append(end / 100 if np.nanmax(y) > 1.0 else end)
+    return ends
 
 
 def _is_accuracy(name: str) -> bool:

@@ -145,6 +145,33 @@ def test_an_accuracy_at_one_in_k_overrules_a_config_class_count_that_does_not_fi
     assert learning.learned is False and learning.code == "flat" and learning.evidence["classes"] == 10
 
 
+def test_validation_at_chance_while_training_falls_did_not_learn():
+    """Train 2.31 -> 1.72 over 9 epochs; validation sits at ln 6 (1.79) with an accuracy of
+    0.16-0.24, whose closing point alone would say 4 or 5 classes: the loss names K = 6."""
+    e = np.arange(1, 10)
+    metrics = {
+        "loss": (e, np.array([2.31, 2.05, 1.96, 1.94, 1.88, 1.83, 1.80, 1.80, 1.72])),
+        "acc": (e, np.linspace(0.15, 0.35, 9)),
+        "val_loss": (e, np.array([1.799, 1.861, 1.820, 1.803, 1.820, 1.796, 1.809, 1.801, 1.787])),
+        "val_acc": (e, np.array([0.159, 0.222, 0.206, 0.191, 0.222, 0.191, 0.206, 0.222, 0.238])),
+    }
+    learning, _ = _judged(metrics)
+    assert learning.learned is False and learning.code == "flat" and learning.evidence["classes"] == 6
+
+
+def test_a_training_loss_near_ln_k_with_a_training_accuracy_beyond_chance_is_no_chance_level():
+    """Train loss 2.18 -> 1.61 (ln 5 = 1.609 by coincidence) with training accuracy 0.40 -> 0.54."""
+    e = np.arange(20)
+    metrics = {
+        "loss": (e, np.linspace(2.18, 1.61, 20)),
+        "accuracy": (e, np.linspace(0.40, 0.54, 20)),
+        "val_loss": (e, 2.9 + 0.2 * np.sin(e)),
+        "val_accuracy": (e, 0.25 + 0.01 * np.cos(e)),
+    }
+    learning, _ = _judged(metrics)
+    assert "chance" not in learning.reason
+
+
 def test_a_loss_falling_into_chance_is_flat_not_crawl():
     """A 9-class run that falls 2.35 -> 2.20 (ln 9 = 2.197) and is still falling a little: at chance."""
     loss = math.log(9) + 0.15 * (1 - STEPS / STEPS[-1]) + RNG.normal(0, 0.002, len(STEPS))
