@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from logdoctor.cli import app
 from logdoctor.compare import AHEAD, BEHIND, LEVEL, compare
 from logdoctor.compare.align import on_run_steps
+from logdoctor.compare.band import counting_noise
 from logdoctor.ingest import load_runs
 from logdoctor.model import Series
 from logdoctor.report.github import command
@@ -169,6 +170,15 @@ def test_a_baseline_counted_in_twice_the_samples_per_step_is_placed_at_the_run_s
     placed = on_run_steps(baseline_loss, baseline_samples, run_samples)
     assert placed.steps[50] == 100 and placed.values[50] == baseline_loss.values[50]
     assert placed.steps[-1] == 200 and len(placed) == len(steps)
+
+
+def test_an_accuracy_is_as_uncertain_as_the_examples_it_was_counted_on():
+    n = 4236  # the char-LM's validation windows; its closest logged accuracies are 3 examples apart
+    counted = np.array([1990, 1993, 2058, 2081, 2096, 2129]) / n
+    assert counting_noise(counted.astype(np.float32))[-1] == pytest.approx(np.sqrt(counted[-1] * (1 - counted[-1]) / n), rel=1e-3)
+    percent = np.array([441, 442, 443, 441, 440, 439]) / 450 * 100  # digits: 450 validation images, in percent
+    assert counting_noise(percent) == pytest.approx(np.sqrt(percent * (100 - percent) / 450))
+    assert not counting_noise(np.array([0.6121, 0.70343, 0.77117, 0.801234, 0.82319])).any()  # an F1: on no grid of 1/n
 
 
 # ---------------------------------------------------------------- reports

@@ -83,21 +83,22 @@ def counting_noise(values: np.ndarray) -> np.ndarray:
     scale = 100.0 if np.nanmax(np.abs(v)) > 1.0 else 1.0
     p = v / scale
     distinct = np.unique(p[np.isfinite(p)])
-    if len(distinct) < 3 or distinct[0] < 0 or distinct[-1] > 1:
+    if len(distinct) < 5 or distinct[0] < 0 or distinct[-1] > 1:
         return np.zeros_like(v)
     grain = float(np.min(np.diff(distinct)))
     units = (distinct - distinct[0]) / grain
-    # the closest two values may be a few examples apart (3/n): the grid is the grain over m
-    m = next((m for m in range(1, 13) if np.max(np.abs(units * m - np.round(units * m))) <= 0.02), None)
+    # the closest two values may be some examples apart (3/n): the grid is the grain over m <= 20 (five
+    # values off any grid land within 0.02 of one by chance 7 times in 10,000, six or more never in 3,000)
+    m = next((m for m in range(1, 21) if np.max(np.abs(units * m - np.round(units * m))) <= 0.02), None)
     n = round(m / grain) if m is not None else 0
     if not 10 <= n <= 1_000_000:
         return np.zeros_like(v)
     return scale * np.sqrt(np.clip(p * (1 - p), 0, None) / n)
 
 
-def _noise(c: Curve) -> np.ndarray:
+def _noise(c: Curve, counted: bool) -> np.ndarray:
     """A curve's noise at each of its points: its scatter and, for a counted share, its sampling error."""
-    return np.hypot(point_noise(c), counting_noise(c.y))
+    return np.hypot(point_noise(c), counting_noise(c.y)) if counted else point_noise(c)
 
 
 def lag_allowance(c: Curve, grid: np.ndarray) -> np.ndarray:
@@ -114,10 +115,11 @@ def lag_allowance(c: Curve, grid: np.ndarray) -> np.ndarray:
     return np.interp(grid, c.steps, slope) * LAG * np.abs(grid)
 
 
-def band(run: Curve | None, baselines: list[Curve]) -> Band | None:
+def band(run: Curve | None, baselines: list[Curve], counted: bool = False) -> Band | None:
     """The run against the baselines over the steps all of them logged; None when they share fewer
     than 3 of the run's points. With no run curve (a run whose metric was never a number for long),
-    the band alone on the first baseline's steps, the run's level NaN there."""
+    the band alone on the first baseline's steps, the run's level NaN there. `counted`: the metric is
+    a share counted on examples (an accuracy, an error rate), whose sampling error counts too."""
     sides = [c for c in (run, *baselines) if c is not None]
     lo_step = max(c.first_step for c in sides)
     hi_step = min(c.last_step for c in sides)
@@ -127,8 +129,8 @@ def band(run: Curve | None, baselines: list[Curve]) -> Band | None:
         return None
     grid = own.steps[inside]
     levels = tuple(np.interp(grid, b.steps, b.smooth) for b in baselines)
-    noise_base = np.mean([np.interp(grid, b.steps, _noise(b)) for b in baselines], axis=0)
-    noise_run = _noise(run)[inside] if run is not None else 0.0
+    noise_base = np.mean([np.interp(grid, b.steps, _noise(b, counted)) for b in baselines], axis=0)
+    noise_run = _noise(run, counted)[inside] if run is not None else 0.0
     stack = np.vstack(levels)
     centre = stack.mean(axis=0)
     lag = np.mean([lag_allowance(b, grid) for b in baselines], axis=0)

@@ -21,6 +21,8 @@ from ..roles import higher_is_better
 from .band import Band, band
 
 BEHIND, LEVEL, AHEAD = "behind", "level", "ahead"
+#: Roles that are shares counted on examples (their sampling error widens the band; `band.counting_noise`).
+COUNTED = ("val_acc", "train_acc", "val_err")
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,10 @@ def compare_metric(role: str, run: Series, baselines: list[Series]) -> MetricCom
     run_curve = curve(run)
     if run_curve is None and broken is None:
         return None
-    b = band(run_curve, base_curves)
+    counted = role in COUNTED
+    b = band(run_curve, base_curves, counted)
     if b is None and run_curve is not None and broken is not None:
-        b = band(None, base_curves)  # too few numbers before it broke: the band alone
+        b = band(None, base_curves, counted)  # too few numbers before it broke: the band alone
     if b is None:
         return None
     up = higher_is_better(role)
