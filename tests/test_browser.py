@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 
 from _report_fixtures import EVIL, evil, many, mixed
 from logdoctor.cli import app
+from logdoctor.model import Diagnosis
 from logdoctor.report.html import render_html
 
 CHROMIUM = next(
@@ -320,6 +321,43 @@ def test_compare_keeps_the_ticked_runs_when_the_metric_changes(tmp_path):
     seen = probe(render_html(d), tmp_path, script=COMPARE_PROBE)
     assert seen["errors"] == [] and seen["before"] == [seen["run"]]
     assert seen["other"] == seen["back"] == [seen["run"]]
+
+
+#: Compare runs along the time since each run's start.
+TIME_PROBE = """<script>
+window.__errors = [];
+window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
+window.addEventListener("load", function () {
+  document.querySelector("#compare details").open = true;
+  setTimeout(function () {
+    var along = document.querySelectorAll("#compare select")[1];
+    along.value = "time"; along.dispatchEvent(new Event("change"));
+    setTimeout(function () {
+      var c = window.logdoctorCharts[window.logdoctorCharts.length - 1].u;
+      var seen = { errors: window.__errors, x: [c.scales.x.min, c.scales.x.max], lines: c.series.length, axis: c.axes[0]._values };
+      var out = document.createElement("pre"); out.id = "probe"; out.textContent = JSON.stringify(seen); document.body.appendChild(out);
+    }, 50);
+  }, 50);
+});
+</script>"""
+
+
+def test_compare_runs_along_the_time_since_their_start(tmp_path):
+    """"Compare runs" had a step x-axis only; TensorBoard and W&B also offer time. Two runs logged 1 and
+    3 s apart a step: along time the axis spans 0 to 597 s and reads in minutes."""
+    import polars as pl
+
+    from logdoctor.model import Run, RunDiagnosis, tidy
+
+    runs = []
+    for name, every in (("fast", 1.0), ("slow", 3.0)):
+        steps = np.arange(200)
+        scalars = tidy(pl.DataFrame({"metric": "loss", "step": steps, "value": 2.0 * 0.99 ** steps, "wall_time": 1.7e9 + every * steps}))
+        runs.append(RunDiagnosis(Run(name=name, path=name, format="csv", scalars=scalars), {"train_loss": "loss"}, []))
+    seen = probe(render_html(Diagnosis("runs/", runs)), tmp_path, script=TIME_PROBE)
+    assert seen["errors"] == [] and seen["lines"] >= 3
+    assert seen["x"][0] <= 0 and 590 <= seen["x"][1] <= 600
+    assert any(v.endswith("min") for v in seen["axis"])
 
 
 #: For the audit page: the sweep table's columns and sorting, then its two charts worked with the mouse.

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..model import RunDiagnosis
 from .figure import Line, Mark, Panel, panels_for
-from .plots import downsample
+from .plots import downsample_index
 
 #: Points per line at most (min and max of CHART_POINTS / 2 buckets): enough for a card's width.
 CHART_POINTS = 300
@@ -67,24 +67,25 @@ def _panel(p: Panel) -> dict:
 
 
 def _line(line: Line) -> dict:
-    steps = line.series.steps
-    x, y = downsample(steps, line.series.values, CHART_POINTS)
-    ys: list[float | None] = [float(f"{v:.{DIGITS}g}") for v in y]
+    steps, values = line.series.steps, line.series.values
+    idx = downsample_index(values, CHART_POINTS)
     # a run that is NaN / inf before its first or after its last finite point still spans all its steps
     # (a gap there), so the x-axis never stops at step 20 of a 300-step run that blew up
-    finite = line.series.finite
-    if len(steps) and not finite[-1]:
-        x, ys = np.append(x, steps[-1]), ys + [None]
-    if len(steps) and not finite[0]:
-        x, ys = np.insert(x, 0, steps[0]), [None] + ys
-    return {
+    if len(steps) and not line.series.finite[-1]:
+        idx = np.append(idx, len(steps) - 1)
+    if len(steps) and not line.series.finite[0]:
+        idx = np.insert(idx, 0, 0)
+    out = {
         "key": overlay_key(line),
         "label": line.label,
         "color": line.color,
         "twin": line.twin,
-        **_steps(x),
-        "y": ys,
+        **_steps(steps[idx]),
+        "y": [float(f"{v:.{DIGITS}g}") if math.isfinite(v) else None for v in values[idx]],
     }
+    if line.elapsed is not None:  # seconds since the run's start, for "Compare runs" along time
+        out["t"] = [round(float(v), 1) if math.isfinite(v) else None for v in line.elapsed[idx]]
+    return out
 
 
 def _steps(x: np.ndarray) -> dict:

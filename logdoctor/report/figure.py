@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+import polars as pl
 
 from ..curves import first_nonfinite
 from ..model import Finding, RunDiagnosis, Series
@@ -73,6 +74,9 @@ class Line:
     label: str
     color: str
     twin: bool = False
+    #: Seconds since the run's first logged point at each of the series' steps (NaN where a step has
+    #: no time), for a time axis; None when the run logs no wall time.
+    elapsed: np.ndarray | None = None
 
 
 @dataclass
@@ -136,8 +140,11 @@ def panels_for(rd: RunDiagnosis, compact: bool = False) -> list[Panel]:
         series = view.metric(name) if name else None
         return series if series is not None and len(series) else None
 
-    def line(role: str, s: Series, twin: bool = False) -> Line:
-        return Line(role, s, _label(role, s.name), LINE_COLOR.get(role, LINE_COLOR["other"]), twin)
+    start = _first_time(rd.run)
+
+    def line(role: str, s: Series, twin: bool = False, color: str | None = None) -> Line:
+        color = color or LINE_COLOR.get(role, LINE_COLOR["other"])
+        return Line(role, s, _label(role, s.name), color, twin, _elapsed(rd.run, s, start))
 
     loss = Panel("loss", "loss")
     for role in ("train_loss", "val_loss"):
@@ -147,8 +154,9 @@ def panels_for(rd: RunDiagnosis, compact: bool = False) -> list[Panel]:
         # a loss logged in parts (YOLO's box, cls and dfl; a GAN's; PPO's) shows every part, not the first alone
         parts = [get(n) for n in _loss_parts(rd.roles.get(role), view.all_roles.get(role, []))]
         for n, s in enumerate(p for p in parts if p is not None):
-            shade = PART_COLORS[role][n % len(PART_COLORS[role])]
-            loss.lines.append(Line("other", s, _label(role, s.name), shade))
+            part = line("other", s, color=PART_COLORS[role][n % len(PART_COLORS[role])])
+            part.label = _label(role, s.name)
+            loss.lines.append(part)
     panels = [loss]
     for role, ylabel in (("grad_norm", "grad norm"), ("loss_scale", "loss scale")):
         s = get(rd.roles.get(role))
@@ -179,6 +187,31 @@ def panels_for(rd: RunDiagnosis, compact: bool = False) -> list[Panel]:
         _nonfinite_marks(p)
         _choose_scales(p, rd.findings)
     return panels
+
+
+def _first_time(run) -> float | None:
+    """The run's first logged wall time (seconds), or None when it logs none."""
+    if run.scalars.is_empty() or "wall_time" not in run.scalars.columns:
+        return None
+    first = run.scalars.get_column("wall_time").min()
+    return float(first) if first is not None and np.isfinite(first) else None
+
+
+def _elapsed(run, series: Series, start: float | None) -> np.ndarray | None:
+    """Seconds since `start` at each step of `series`: the last wall time logged at that step, as
+    the series keeps the last value (NaN for a step with none); None without wall times."""
+    if start is None:
+        return None
+    rows = run.scalars.filter(pl.col("metric") == series.name).select("step", "wall_time").drop_nulls()
+    if rows.is_empty():
+        return None
+    steps, times = rows.get_column("step").to_numpy(), rows.get_column("wall_time").to_numpy()
+    order = np.argsort(steps, kind="stable")
+    steps, times = steps[order], times[order]
+    last = np.r_[steps[1:] != steps[:-1], True]
+    steps, times = steps[last], times[last]
+    at = np.clip(np.searchsorted(steps, series.steps), 0, len(steps) - 1)
+    return np.where(steps[at] == series.steps, times[at] - start, np.nan)
 
 
 def _loss_parts(primary: str | None, names: list[str]) -> list[str]:

@@ -46,22 +46,25 @@ MAX_POINTS = 1200
 
 def downsample(steps: np.ndarray, values: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
     """Finite points thinned to at most `max_points`, keeping each bucket's min and max (so spikes survive)."""
-    steps = np.asarray(steps)
+    idx = downsample_index(values, max_points)
+    return np.asarray(steps)[idx], np.asarray(values, dtype=np.float64)[idx]
+
+
+def downsample_index(values: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
+    """The positions `downsample` keeps (so other columns of the same points, such as their wall
+    times, thin alike)."""
     values = np.asarray(values, dtype=np.float64)
-    ok = np.isfinite(values)
-    if not ok.all():
-        steps, values = steps[ok], values[ok]
-    n = len(values)
+    ok = np.flatnonzero(np.isfinite(values))
+    n = len(ok)
     if n <= max_points:
-        return steps, values
+        return ok
     size = int(np.ceil(n / (max_points // 2)))
     rows = int(np.ceil(n / size))
     padded = np.full(rows * size, np.nan)
-    padded[:n] = values
+    padded[:n] = values[ok]
     grid = padded.reshape(rows, size)
     base = np.arange(rows) * size
-    idx = np.unique(np.concatenate([base + np.nanargmin(grid, axis=1), base + np.nanargmax(grid, axis=1)]))
-    return steps[idx], values[idx]
+    return ok[np.unique(np.concatenate([base + np.nanargmin(grid, axis=1), base + np.nanargmax(grid, axis=1)]))]
 
 
 class RunPlotter:

@@ -61,6 +61,11 @@
     return [joined[0]].concat(raw, smooth);
   }
 
+  /* Seconds as a person reads a run's age: "45 s", "12 min", "3.5 h", "2.1 d". */
+  function duration(v) {
+    var a = Math.abs(v);
+    return a < 60 ? +v.toFixed(1) + " s" : a < 3600 ? +(v / 60).toPrecision(3) + " min" : a < 86400 ? +(v / 3600).toPrecision(3) + " h" : +(v / 86400).toPrecision(3) + " d";
+  }
   /* Axis ticks: short ("5e-4", "0.25", "3e+4"). */
   function tick(v) {
     if (v === null || v === undefined) return "";
@@ -158,7 +163,8 @@
                                      .map(function (m) { return m.y; });
       if (!logMain && opt.ylim) yscale.range = function () { return opt.ylim; };
       else if (levels.length) yscale.range = function (u, min, max) { return withLevels(min, max, levels, logMain); };
-      var series = [{ label: "step", value: function (u, v) { return v === null ? "–" : Math.round(v).toLocaleString("en"); } }];
+      var series = [opt.time ? { label: "time", value: function (u, v) { return v === null ? "–" : duration(v); } }
+                             : { label: "step", value: function (u, v) { return v === null ? "–" : Math.round(v).toLocaleString("en"); } }];
       lines.forEach(function (l) {
         series.push({ label: smoothing ? l.label + " (raw)" : l.label, stroke: l.color, alpha: smoothing ? 0.25 : 1, width: 1, scale: l.twin ? "lr" : "y",
                       spanGaps: true, show: true, points: { show: false } });
@@ -167,7 +173,7 @@
         series.push({ label: l.label, stroke: l.color, width: 1.6, scale: l.twin ? "lr" : "y", spanGaps: true,
                       show: smoothing > 0, points: { show: false }, value: function (u, v) { return fmt(v); } });
       });
-      var axes = [{ stroke: "#555", grid: { stroke: "#eee" } }, { stroke: "#555", grid: { stroke: "#eee" }, size: 60, values: function (u, vs) { return vs.map(tick); },
+      var axes = [{ stroke: "#555", grid: { stroke: "#eee" }, values: opt.time ? function (u, vs) { return vs.map(duration); } : undefined }, { stroke: "#555", grid: { stroke: "#eee" }, size: 60, values: function (u, vs) { return vs.map(tick); },
                                                                 splits: logMain ? logSplits : undefined, filter: logMain ? everySplit : undefined }];
       if (hasTwin) axes.push({ scale: "lr", side: 1, stroke: "#888", grid: { show: false }, size: 60, values: function (u, vs) { return vs.map(tick); },
                                splits: logTwin ? logSplits : undefined, filter: logTwin ? everySplit : undefined });
@@ -261,6 +267,11 @@
       choices.forEach(function (k) { var o = el("option", "", k); o.value = k; picker.appendChild(o); });
       controls.appendChild(el("label", "", "metric ")).appendChild(picker);
       controls.appendChild(filter);
+      // x along steps, or along the time since each run's start where the runs logged wall times
+      var along = el("select");
+      [["step", "step"], ["time", "time since start"]].forEach(function (o) { var opt = el("option", "", o[1]); opt.value = o[0]; along.appendChild(opt); });
+      controls.appendChild(el("label", "", " x ")).appendChild(along);
+      along.addEventListener("change", function () { draw(); });
       body.appendChild(controls); body.appendChild(list); body.appendChild(box);
       var ticked = {};
       function fill() {
@@ -283,12 +294,24 @@
           if (!ticked[r.id]) return;
           var s = spec(r.id), line = null;
           (s ? s.panels : []).forEach(function (p) { p.lines.forEach(function (l) { if (!line && l.key === key) line = l; }); });
+          if (line && along.value === "time") line = alongTime(line);
           if (line) lines.push({ x: line.x, y: line.y, label: r.name, color: PALETTE[lines.length % PALETTE.length], twin: false });
         });
-        if (!lines.length) { box.appendChild(el("p", "meta", "tick runs to overlay their " + key)); return; }
+        if (!lines.length) {
+          box.appendChild(el("p", "meta", along.value === "time" ? "no ticked run logs the time of its " + key : "tick runs to overlay their " + key));
+          return;
+        }
         // decades spanned by the finite values only (a blown-up run's line ends in a gap: null)
         var span = spread([].concat.apply([], lines.map(function (l) { return l.y; })));
-        chart(box, lines, { scale: span > 100 ? "log" : "linear", ylabel: key });
+        chart(box, lines, { scale: span > 100 ? "log" : "linear", ylabel: key, time: along.value === "time" });
+      }
+      /* A line's points placed at their time since the run's start (those with no time left out), in time order. */
+      function alongTime(line) {
+        if (!line.t) return null;
+        var at = [];
+        line.t.forEach(function (t, i) { if (t !== null) at.push(i); });
+        at.sort(function (a, b) { return line.t[a] - line.t[b]; });
+        return at.length ? { x: at.map(function (i) { return line.t[i]; }), y: at.map(function (i) { return line.y[i]; }) } : null;
       }
       function reset() {
         ticked = {};
