@@ -85,7 +85,7 @@ LEARNED_ONCE_SHARE = 0.5
 #: A loss ending below this share of its start fell most of the way: it learned something.
 FELL_FAR_SHARE = 0.5
 #: Point noise above this share of the loss's level: the loss bounces (oscillate).
-BOUNCE_SHARE = 0.08
+BOUNCE_SHARE = 0.05
 
 
 @dataclass(frozen=True)

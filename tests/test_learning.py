@@ -106,6 +106,13 @@ def test_a_loss_that_bounces_back_to_its_start_did_not_learn_and_is_named_oscill
     assert "did not learn" in result.findings[0].title
 
 
+def test_a_loss_bouncing_by_a_twentieth_of_its_level_without_progress_is_oscillate():
+    """15 values of a language model's loss bounce 8.36-9.86 and end where they began."""
+    y = np.array([9.28, 8.96, 9.01, 8.55, 8.94, 8.42, 9.06, 8.36, 8.71, 9.45, 8.49, 8.80, 9.30, 9.86, 8.57])
+    learning, _ = _judged({"loss": (np.arange(15), y)})
+    assert learning.learned is False and learning.code == "oscillate"
+
+
 def test_a_loss_that_rose_well_above_its_start_and_stayed_is_named_diverge():
     loss = np.r_[np.full(50, 2.3), np.linspace(2.3, 7.5, 50), np.full(100, 7.5)] + RNG.normal(0, 0.05, 200)
     learning, _ = _judged({"train_loss": (STEPS, loss)})
