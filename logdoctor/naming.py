@@ -45,8 +45,11 @@ _ID_FAMILIES = tuple(
     re.compile(p)
     for p in (
         r"version_\d+", r"(offline-)?run-\d{8}_\d{6}-\w+", r"[0-9a-f]{32}", r"\d+", r"train\d*", r"exp\d*",
+        r"[A-Z][a-z]{2}\d{2}_\d{2}-\d{2}-\d{2}_.+",  # PyTorch SummaryWriter's runs/Mar24_22-23-40_HOST
     )
 )
+#: Folders a logger numbers that hold runs without being one: MLflow's experiment ids (mlruns/1/<run id>).
+_EXPERIMENT_OF = {"mlruns"}
 #: A log or checkpoint file: its stem, extensions off.
 _FILE = re.compile(
     r"(?P<stem>.+?)\.(csv|tsv|jsonl?|wandb|log|txt|out|ckpt|pth?|bin|safetensors|h5|keras|db|sqlite3?)(\.gz)?"
@@ -116,7 +119,7 @@ def _labels(parts: list[str], listings: dict[str, tuple[str, ...]]) -> list[str]
             if file["stem"] and not _GENERIC_STEMS.fullmatch(file["stem"]):
                 labels.append(file["stem"])
             continue
-        if _CONTAINERS.fullmatch(part):
+        if _CONTAINERS.fullmatch(part) or parts[i - 1].lower() in _EXPERIMENT_OF:
             continue
         if families[i] is None or _has_sibling(parts[:i], part, families[i], listings):
             labels.append(part)

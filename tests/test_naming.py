@@ -86,6 +86,8 @@ def test_names_are_distinct_even_where_no_folder_tells_the_runs_apart(tmp_path):
     ("/x/run7/wandb/offline-run-20261122_031656-k6izagjo/run-k6izagjo.wandb", "run7"),
     ("/x/sweep/lr0.1_seed2.log", "lr0.1_seed2"),
     ("/x/exp3/nohup.out", "exp3"),
+    ("/x/rw-011/mlruns/1/ed05f9cd599442fe9a0c9222184710b8", "rw-011"),  # an experiment id names no run
+    ("/x/rw-012/runs/Mar24_22-23-40_DESKTOP-41L2EO3", "rw-012"),  # SummaryWriter's default folder
 ])
 def test_a_checkpoint_or_log_file_is_named_after_its_run(path, name):
     assert root_label(path) == name
