@@ -247,8 +247,9 @@ def _levels(series: Series | None, min_points: int = 3) -> _Levels | None:
     if n < min_points:
         return None
     # the start is read from few points (a steep first fall is over within the opening tenth),
-    # the end from the closing tenth
-    k_start, k_end = min(20, max(1, round(0.03 * n))), max(1, round(0.1 * n))
+    # three at least on ten points or more (one noisy first batch is no level), the end from the
+    # closing tenth
+    k_start, k_end = min(20, max(1 if n < 10 else 3, round(0.03 * n))), max(1, round(0.1 * n))
     start, end = float(np.median(y[:k_start])), float(np.median(y[-k_end:]))
     if y[0] != 0 and np.sign(y[0]) == np.sign(start):
         # a loss that jumps up from its first value at once (an LR far too high) started there

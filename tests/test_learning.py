@@ -106,6 +106,15 @@ def test_a_loss_that_bounces_back_to_its_start_did_not_learn_and_is_named_oscill
     assert "did not learn" in result.findings[0].title
 
 
+def test_one_high_first_batch_is_no_start_a_run_fell_from():
+    """22 batch losses around ln 2 (0.67-0.95, no trend) whose first is 0.845: the start is the
+    level of the opening batches, not that one point, and the run did not learn."""
+    y = np.array([0.845, 0.706, 0.718, 0.772, 0.732, 0.763, 0.690, 0.703, 0.746, 0.950, 0.717,
+                  0.712, 0.700, 0.717, 0.715, 0.694, 0.706, 0.672, 0.714, 0.746, 0.697, 0.704])
+    learning, _ = _judged({"loss": (np.arange(5, 27), y)})
+    assert learning.learned is False and learning.code == "flat"
+
+
 def test_a_loss_bouncing_by_a_twentieth_of_its_level_without_progress_is_oscillate():
     """15 values of a language model's loss bounce 8.36-9.86 and end where they began."""
     y = np.array([9.28, 8.96, 9.01, 8.55, 8.94, 8.42, 9.06, 8.36, 8.71, 9.45, 8.49, 8.80, 9.30, 9.86, 8.57])
