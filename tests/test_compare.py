@@ -98,6 +98,11 @@ def test_two_seeds_of_one_recipe_are_level_one_against_the_other_and_against_a_b
     assert result.exit_code == 0 and "NO REGRESSION" in result.stdout
 
 
+def test_a_folder_of_baselines_that_holds_the_run_gives_the_others(runs):
+    cmp = compare(runs["seed1"], [runs["seed1"].parent])  # every run of the fixture but seed1 itself
+    assert sorted(rd.run.name for rd in cmp.baselines) == ["base", "base_csv", "fp16", "lr_tenth", "seed2"]
+
+
 def test_the_same_holds_across_formats_tensorboard_run_against_csv_baseline(runs):
     slower = compare(runs["lr_tenth"], [runs["base_csv"]])
     assert (slower.run.run.format, slower.baselines[0].run.format) == ("tensorboard", "csv")

@@ -92,6 +92,8 @@ def compare(run_path: Path, baseline_paths: list[Path], config: Config | None = 
     baselines: list[Run] = []
     for path in baseline_paths:
         got, errors = read_side(path)
+        if len(got) > 1:  # a folder of seeds that holds the run too (`compare seeds/s0 seeds/`): the others
+            got = [b for b in got if Path(b.path).resolve() != Path(runs[0].path).resolve()]
         baselines.extend(got)
         skipped.extend(errors)
     _distinct_names(runs[0], baselines)
