@@ -549,6 +549,22 @@ def test_an_overfit_in_three_epochs_fires_when_the_rise_is_large_and_training_fa
     assert f.evidence["kind"] == "short history" and f.evidence["val_relative_change"] == pytest.approx(0.393, abs=0.01)
 
 
+def test_two_evaluations_of_a_validation_loss_several_times_the_training_loss_and_rising_are_overfit():
+    """nanoGPT fine-tune: 'step 800: train loss 0.98, val loss 3.75' then 'step 1000: 0.67, 3.90';
+    the per-iteration loss beside it is noisy (0.28-2.4): the evaluations' own train loss is the twin."""
+    iters = np.arange(791, 1000)
+    rng = np.random.default_rng(12)
+    view = make_view({
+        "loss": (iters, np.exp(rng.normal(0, 0.5, len(iters)))),
+        "train_loss": (np.array([800, 1000]), np.array([0.9795, 0.6703])),
+        "val_loss": (np.array([800, 1000]), np.array([3.7535, 3.8986])),
+    })
+    [f] = Overfit().check(view)
+    assert f.evidence["val_over_train"] > 5 and f.evidence["train_at_val_best"] == pytest.approx(0.9795)
+    near = make_view({"train_loss": (np.array([800, 1000]), np.array([0.98, 0.67])), "val_loss": (np.array([800, 1000]), np.array([1.10, 1.12]))})
+    assert codes(Overfit(), near) == []  # a small rise with a small gap: nothing to call in two points
+
+
 @pytest.mark.parametrize(
     "val, train",
     [

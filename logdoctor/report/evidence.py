@@ -139,6 +139,7 @@ TERMS: dict[str, tuple[str, str, str]] = {
     "margin_loss": ("margin-scaled loss", "value", "the margin-scaled softmax (ArcFace, CosFace...) the config or metric names: it starts far above ln K by design"),
     "train_loss_low": ("lowest training loss", "level", "the training loss's lowest level at the evaluations of a constant validation metric"),
     "train_loss_high": ("highest training loss", "level", "the training loss's highest level at the evaluations of a constant validation metric"),
+    "val_over_train": ("validation / training loss", "times", "the last validation loss as a multiple of the training loss there (the generalisation gap)"),
     "lr_floor": ("LR at the floor", "level", "the learning rate where it reached the floor the finding counts from"),
     "warmup_end_fraction": ("warmup ends at", "share", "where the LR stops rising, as a share of the run"),
     "floor_step": ("LR at its floor from", "step", "the first step at the floor"),

@@ -80,10 +80,12 @@ class Overfit(Rule):
         # a validation accuracy / error rate still better by this share at the end than where the
         # validation loss was best: the loss rise is over-confidence, said in the finding
         "min_task_gain": 0.01,
-        # a history too short for a noise estimate (3-4 epochs of a fine-tune): the validation loss
-        # rises this share above its best at every evaluation after it, while the training loss
-        # falls at every evaluation and by this share over the same span
-        "min_short_points": 3,
+        # a history too short for a noise estimate (2-4 evaluations of a fine-tune): the validation
+        # loss rises this share above its best at every evaluation after it (or at all, when it is
+        # min_short_gap times the training loss), while the training loss falls at every evaluation
+        # and by this share over the same span
+        "min_short_points": 2,
+        "min_short_gap": 3.0,
         "min_short_rise": 0.2,
         "min_short_train_drop": 0.2,
     }
@@ -210,8 +212,9 @@ class Overfit(Rule):
         ]
 
     def _short(self, val: Series, train: Series) -> list[Finding]:
-        """Overfit in a history of 3-4 evaluations: no noise can be measured there, so the rise must
-        be large (a fifth of the best by the last evaluation, none after the best back at it), and come while the
+        """Overfit in a history of 2-4 evaluations: no noise can be measured there, so the rise must
+        be large (a fifth of the best by the last evaluation, none after the best back at it; or any
+        rise of a validation loss already 3x the training loss), and come while the
         training loss falls at every evaluation (BERT fine-tuned 3 epochs: train 0.386 -> 0.227 ->
         0.113, validation 0.318 -> 0.320 -> 0.443)."""
         ok = np.isfinite(val.values)
@@ -229,15 +232,20 @@ class Overfit(Rule):
         if not np.all(np.isfinite(train_at)) or not np.all(np.diff(train_at[i_min:]) < 0):
             return []
         drop = (train_at[i_min] - train_at[-1]) / max(abs(train_at[i_min]), 1e-12)
-        if rel < self.params["min_short_rise"] or not held or drop < self.params["min_short_train_drop"]:
+        # a rise of a fifth, or any rise of a validation loss that is already several times the
+        # training loss (the gap is the overfit: two evaluations show it)
+        gap = end / max(float(train_at[-1]), 1e-12)
+        rose = rel >= self.params["min_short_rise"] or (rel > 0 and gap >= self.params["min_short_gap"])
+        if not rose or not held or drop < self.params["min_short_train_drop"]:
             return []
         return [
             self.finding(
                 val,
                 title=(
                     f"validation loss rose {percent(rel)} from its best at step {fmt_num(int(steps[i_min]))} ({fmt_num(best)} → {fmt_num(end)}) "
-                    f"while training loss fell {drop:.0%} ({fmt_num(train_at[i_min])} → {fmt_num(train_at[-1])}); "
-                    f"only {len(y)} evaluations"
+                    f"while training loss fell {drop:.0%} ({fmt_num(train_at[i_min])} → {fmt_num(train_at[-1])})"
+                    + (f", and ends at {fmt_num(gap)}× the training loss" if gap >= self.params["min_short_gap"] else "")
+                    + f"; only {len(y)} evaluations"
                 ),
                 steps=(int(steps[i_min]), int(steps[-1])),
                 confidence=0.5 + 0.2 * min(1.0, rel / 0.5),
@@ -249,6 +257,7 @@ class Overfit(Rule):
                     "evaluations_after_best": len(y) - 1 - i_min,
                     "train_at_val_best": float(train_at[i_min]),
                     "train_end": float(train_at[-1]),
+                    "val_over_train": gap,
                     "kind": "short history",
                 },
             )
@@ -290,9 +299,13 @@ def _scatter(raw: np.ndarray, turn: int) -> float:
 
 
 def _twin(view: RunView, val: Series) -> Series | None:
-    """The training loss part a validation part mirrors (`val/cls_loss` -> `train/cls_loss`)."""
+    """The training loss part a validation part mirrors (`val/cls_loss` -> `train/cls_loss`); of
+    several, the one evaluated at the validation's own steps (nanoGPT's `step 800: train loss
+    0.98, val loss 3.75` beside its noisy per-iteration `loss`)."""
     words = _part_words(val.name)
-    return next((t for t in view.all_series("train_loss") if _part_words(t.name) == words), None)
+    twins = [t for t in view.all_series("train_loss") if _part_words(t.name) == words]
+    same = [t for t in twins if len(t.steps) == len(val.steps) and np.array_equal(t.steps, val.steps)]
+    return (same or twins or [None])[0]
 
 
 def _part_words(name: str) -> tuple[str, ...]:
