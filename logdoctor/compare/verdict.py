@@ -59,10 +59,8 @@ class MetricComparison:
     #: How far the end may sit from the baselines' mean and still be level (the band's half-width there, worse side).
     tolerance: float
     band: Band
-
-    @property
-    def steps(self) -> tuple[int, int]:
-        return int(round(self.band.steps[0])), int(round(self.band.steps[-1]))
+    #: The first and last step compared: the range every side logged (the band's grid is its bucket centres).
+    steps: tuple[int, int]
 
 
 def compare_metric(role: str, run: Series, baselines: list[Series]) -> MetricComparison | None:
@@ -117,6 +115,7 @@ def compare_metric(role: str, run: Series, baselines: list[Series]) -> MetricCom
         best=best,
         tolerance=float((b.centre[-1] - b.lo[-1]) if up else (b.hi[-1] - b.centre[-1])),
         band=b,
+        steps=(lo, hi),
     )
 
 
