@@ -123,7 +123,8 @@ def test_a_run_whose_loss_turns_nan_is_behind_from_that_step_and_brings_a_findin
     assert by_role["train_loss"].departs == 1 and np.isnan(by_role["train_loss"].end.run)
     assert [f.code for f in cmp.run_only] == ["diverge"] and not cmp.baselines_only
     page = invoke("compare", runs["fp16"], runs["base"], "-f", "html")
-    assert page.exit_code == 0 and "NaN" not in page.stdout.split('id="chart-comparison">', 1)[1].split("</script>", 1)[0]
+    charts = [part.split("</script>", 1)[0] for part in page.stdout.split('id="chart-comparison-')[1:]]
+    assert page.exit_code == 0 and len(charts) == 3 and not any("NaN" in chart for chart in charts)
     assert invoke("compare", runs["fp16"], runs["base"], "--fail-on", "regression").exit_code == 1
 
 
@@ -209,8 +210,9 @@ def test_html_overlays_the_runs_with_the_band_and_marks_the_departure(runs, tmp_
     out = tmp_path / "c.html"
     assert invoke("compare", runs["lr_tenth"], runs["base"], "-o", out).exit_code == 0
     page = out.read_text()
-    spec = json.loads(page.split('id="chart-comparison">', 1)[1].split("</script>", 1)[0])
-    val = next(p for p in spec["panels"] if p["key"] == "val_loss")
+    specs = [json.loads(part.split(">", 1)[1].split("</script>", 1)[0]) for part in page.split('id="chart-comparison-')[1:]]
+    assert [spec["panels"][0]["key"] for spec in specs] == ["val_loss", "train_loss", "val_acc"]
+    val = specs[0]["panels"][0]
     assert [line["label"] for line in val["lines"]] == [
         "run: lr_tenth, logged", "baseline: base, logged", "run: lr_tenth", "baseline: base", "band low", "band high"]
     logged = val["lines"][0]

@@ -7,25 +7,29 @@ from __future__ import annotations
 
 from html import escape
 
-from ..compare import Comparison
+from ..compare import BEHIND, Comparison
 from ..model import Diagnosis
 from .charts import panels_spec, script_json
 from .compare_figure import comparison_panels
 from .compare_markdown import comparison_body
-from .compare_text import names
+from .compare_text import names, role_label, verdict_phrase
 from .html import render_html
 
 
 def _charts(cmp: Comparison) -> str:
-    spec = panels_spec(comparison_panels(cmp))
-    if spec is None:
-        return ""
-    return (
-        f'<section class="run {"critical" if cmp.regression else "healthy"}" id="comparison-charts" data-run="comparison"><details open><summary>'
-        f'<span class="runname">{escape(names(cmp))}</span></summary><div class="body">'
-        '<div class="charts"><p class="meta nojs">The charts need JavaScript; the table above lists the levels.</p></div>'
-        f'</div></details></section><script type="application/json" id="chart-comparison">{script_json(spec)}</script>'
-    )
+    """One card per compared metric, each drawn on its own step range (a validation loss logged from
+    step 19 and a training loss from step 0 are not zoomed together)."""
+    cards = []
+    for i, (m, panel) in enumerate(zip(cmp.metrics, comparison_panels(cmp)), 1):
+        spec = panels_spec([panel])
+        status = "critical" if m.verdict == BEHIND and any(g is m for g in cmp.gates) else "warning" if m.verdict == BEHIND else "healthy"
+        cards.append(
+            f'<section class="run {status}" id="comparison-{i}" data-run="comparison-{i}"><details open><summary>'
+            f'<span class="runname">{escape(role_label(m.role))}: {escape(verdict_phrase(m))}</span></summary><div class="body">'
+            '<div class="charts"><p class="meta nojs">The charts need JavaScript; the table above lists the levels.</p></div>'
+            f'</div></details></section><script type="application/json" id="chart-comparison-{i}">{script_json(spec)}</script>'
+        )
+    return "".join(cards)
 
 
 def render_compare_html(cmp: Comparison, plots: bool = True) -> str:
