@@ -473,6 +473,16 @@ def test_clip_saturation_is_a_remark_when_the_loss_falls_fast_while_clipped():
     assert f.severity == "info" and f.evidence["fall_90_at_fraction"] < 0.1
 
 
+def test_a_logged_clipped_share_on_every_update_is_clip_saturation_without_a_config():
+    """fairseq prints 'gnorm=0.788, clip=100%' on each progress line: 8 lines of a paste say it."""
+    steps = np.arange(371, 451, 10)
+    metrics = {"loss": (steps, np.linspace(10.093, 9.979, 8)), "gnorm": (steps, np.full(8, 0.79)), "clip": (steps, np.full(8, 100.0))}
+    [f] = ClipSaturation().check(make_view(metrics))
+    assert f.evidence["fraction_clipped"] == 1.0 and f.severity == "warning"
+    rarely = {**metrics, "clip": (steps, np.full(8, 12.0))}
+    assert codes(ClipSaturation(), make_view(rarely)) == []
+
+
 def test_clip_saturation_silent_when_clipping_only_spikes():
     steps, norms = grad_norms(0.3, 11)
     norms[::25] *= 8  # rare spikes above 1.0

@@ -9,7 +9,7 @@ from .. import curves
 from ..model import Finding, Series
 from ..roles import tokens
 from ..view import RunView
-from ._loss import primary_loss
+from ._loss import is_reinforcement, primary_loss
 from .base import Rule
 from ..numbers import fmt_num, percent
 
@@ -34,7 +34,8 @@ class ClipSaturation(Rule):
         The threshold is read from the run's config under any key naming
         gradient clipping (max_grad_norm, grad_clip, clip_grad_norm,
         gradient_clip_val, clipnorm, ...; a value of 0 or none means off).
-        When the config does not say, the rule only fires if the logged norm
+        When the config does not say, the rule fires on a clipped share the
+        trainer logs (fairseq's `clip=100%` on nearly every update), or if the logged norm
         itself shows a hard ceiling (a post-clip norm pinned at one value for
         most steps); a pre-clip norm with an unknown threshold is left alone,
         because no threshold can be inferred from it.
@@ -66,6 +67,8 @@ class ClipSaturation(Rule):
         # updates have a fixed length, so a loss they hold back approaches its floor slowly (a
         # fifth to a half of the run), while a free one gets there in the opening few percent
         "max_free_fall_fraction": 0.1,
+        # a logged clipped share (fairseq's clip=100%) needs this many logged updates
+        "min_shares": 5,
     }
 
     def check(self, view: RunView) -> list[Finding]:
@@ -73,9 +76,14 @@ class ClipSaturation(Rule):
         if grad is None:
             return []
         steps, norms = _after_start(grad, self.params["skip_start_fraction"])
+        threshold, key = clip_threshold(view.run.config)
+        if threshold is None and len(norms):
+            # a share the trainer logs says it outright, in a few lines (a paste) as well
+            logged = self._logged_share(view, grad, steps, norms)
+            if logged:
+                return logged
         if len(norms) < self.params["min_points"] or np.max(norms) <= 0:
             return []
-        threshold, key = clip_threshold(view.run.config)
         if threshold is None:
             return self._ceiling(grad, steps, norms, None, None)
         tol = self.params["tolerance"]
@@ -108,6 +116,41 @@ class ClipSaturation(Rule):
                     "fraction_clipped": fraction,
                     "median_norm": float(np.median(norms)),
                     "median_ratio": ratio,
+                    **({"fall_90_at_fraction": reached} if reached is not None else {}),
+                },
+            )
+        ]
+
+    def _logged_share(self, view: RunView, grad: Series, steps, norms) -> list[Finding]:
+        """The trainer logs the share of updates it clipped (fairseq's `clip=100%`): clipped on
+        nearly every logged update, whatever the threshold, and the loss held back (not a fall
+        made in the opening tenth)."""
+        share = next((view.metric(n) for n in view.run.metrics if tokens(n)[-1:] == ["clip"] and len(tokens(n)) <= 2), None)
+        if share is None or is_reinforcement(view):
+            return []
+        y = share.values[np.isfinite(share.values)]
+        if len(y) < self.params["min_shares"] or np.min(y) < 0 or np.max(y) > 100:
+            return []
+        y = y / 100 if np.max(y) > 1 else y
+        fraction = float(np.median(y))
+        if fraction < self.params["min_fraction_clipped"]:
+            return []
+        reached = _fall_reached_at(view)
+        free = reached is not None and reached <= self.params["max_free_fall_fraction"]
+        title = f"gradient clipping is active on {percent(fraction)} of logged updates ({share.name}), the gradient norm at {fmt_num(float(np.median(norms)))}"
+        if free:
+            title += f"; the loss made 90% of its fall by {percent(reached)} of the run, so clipping is not holding it back"
+        return [
+            self.finding(
+                grad,
+                title=title,
+                steps=(int(steps[0]), int(steps[-1])),
+                confidence=0.55 + 0.3 * min(1.0, len(y) / 20),
+                severity="info" if free else None,
+                evidence={
+                    "threshold_from": f"the logged clipped share ({share.name})",
+                    "fraction_clipped": fraction,
+                    "median_norm": float(np.median(norms)),
                     **({"fall_90_at_fraction": reached} if reached is not None else {}),
                 },
             )
