@@ -8,6 +8,9 @@ another logger, and seeds of one recipe are level and pass.
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -219,6 +222,27 @@ def test_html_overlays_the_runs_with_the_band_and_marks_the_departure(runs, tmp_
     assert len(logged["dx"]) == 15 and logged["y"][-1] == pytest.approx(float(f"{RunView(load_runs(runs['lr_tenth'])[0][0]).series('val_loss').values[-1]:.4g}"))
     assert {(m["kind"], m["x0"]) for m in val["marks"]} == {("band", 19), ("vline", 19)}
     assert "behind from step 19" in page and "<script src" not in page
+
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+PROBE = (
+    '<script>window.__e=[];window.addEventListener("error",function(e){window.__e.push(String(e.message))});'
+    'window.addEventListener("load",function(){setTimeout(function(){var p=document.createElement("pre");p.id="probe";'
+    'p.textContent=JSON.stringify({errors:window.__e,charts:Array.from(document.querySelectorAll("section[id^=comparison-]"))'
+    '.map(function(s){return s.querySelectorAll("canvas").length})});document.body.appendChild(p)},1000)});</script>'
+)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH")
+def test_html_charts_draw_in_a_browser_without_a_script_error(runs, tmp_path):
+    out = tmp_path / "c.html"
+    assert invoke("compare", runs["lr_tenth"], runs["base"], runs["seed1"], "-o", out).exit_code == 0
+    probed = tmp_path / "probed.html"
+    probed.write_text(out.read_text().replace("<body>", "<body>" + PROBE, 1))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--window-size=1100,2400"]
+    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    seen = json.loads(re.search(r'<pre id="probe">([^<]*)', dom).group(1))
+    assert seen == {"errors": [], "charts": [1, 1, 1]}
 
 
 def test_markdown_has_the_verdict_table_and_one_plot_per_metric(runs, tmp_path):
