@@ -9,23 +9,37 @@ wrappers.
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from .fs import read_regular
+
+if TYPE_CHECKING:
+    import yaml
 
 #: Keys W&B adds to every config that are not hyperparameters.
 _WANDB_INTERNAL = {"_wandb", "wandb_version"}
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser where PyYAML has it: 5x faster
-    """SafeLoader that turns unknown tags (Lightning's `!!python/object`, numpy scalars) into plain data."""
+@cache
+def _loader() -> type:
+    """SafeLoader that turns unknown tags (Lightning's `!!python/object`, numpy scalars) into plain data.
+    Built on first use: PyYAML loads only for a run that has a YAML file, not at every start-up."""
+    import yaml
+
+    class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser where PyYAML has it: 5x faster
+        pass
+
+    _Loader.add_multi_constructor("", _unknown)
+    _Loader.add_multi_constructor("tag:yaml.org,2002:python/", _unknown)
+    return _Loader
 
 
 def _unknown(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
     """Mappings and sequences keep their data; an empty one (`!!python/name:torch.optim.Adam ''`) its tag's name."""
+    import yaml  # already loaded: only the loader calls this
+
     if isinstance(node, yaml.MappingNode):
         return loader.construct_mapping(node, deep=True)
     value = loader.construct_sequence(node, deep=True) if isinstance(node, yaml.SequenceNode) else loader.construct_scalar(node)
@@ -48,11 +62,13 @@ _MAX_DEPTH = 100
 
 def read_yaml(path: Path) -> tuple[dict[str, Any], str | None]:
     """A YAML mapping file as a dict, or ({}, one-line warning) when it is not one."""
+    import yaml  # lazy: see _loader
+
     try:
         raw = read_regular(Path(path), _MAX_BYTES + 1)
         if len(raw) > _MAX_BYTES:
             return {}, f"{path}: config not read (larger than {_MAX_BYTES >> 20} MB: no hyperparameter file)"
-        data = yaml.load(raw.decode("utf-8", errors="replace"), Loader=_Loader)
+        data = yaml.load(raw.decode("utf-8", errors="replace"), Loader=_loader())
     except (OSError, yaml.YAMLError) as exc:
         return {}, f"{path}: config not readable ({type(exc).__name__})"
     except RecursionError:
