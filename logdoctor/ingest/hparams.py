@@ -48,10 +48,6 @@ def _unknown(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
     return value
 
 
-_Loader.add_multi_constructor("", _unknown)
-_Loader.add_multi_constructor("tag:yaml.org,2002:python/", _unknown)
-
-
 #: A config beside a log is a few KB of hyperparameters; these bound what a generated or hostile
 #: one (an alias bomb: 30 lines that expand to 10^9 values) can cost before it is refused (PyYAML
 #: builds about 25,000 values a second: a 3 MB file of 200,000 keys took 27 s).
