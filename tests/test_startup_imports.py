@@ -58,7 +58,7 @@ def test_analyze_of_one_run_loads_no_heavy_module(run):
 
 
 def test_analyze_of_a_csv_run_loads_no_other_formats_decoder_nor_markdown():
-    """The event-file reader (crc32c), the .wandb protobuf schema and the Markdown renderer load
-    where a run needs them, not because discovery looked at every format."""
+    """The event-file reader (crc32c), the .wandb protobuf schema, the YAML parser and the Markdown
+    renderer load where a run needs them, not because discovery looked at every format."""
     loaded = loaded_by("analyze", str(SAMPLES / "csv_healthy_amp_charlm"))
-    assert not loaded & {"crc32c", "google", "markdown_it", "pygments"}
+    assert not loaded & {"crc32c", "google", "yaml", "markdown_it", "pygments"}
