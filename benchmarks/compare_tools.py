@@ -61,9 +61,10 @@ SEVERITY = {"critical": "critical", "error": "critical", "warning": "warning", "
 SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 TEXT_SUFFIXES = (".log", ".txt", ".out")
 MAX_INPUTS = 6  # per tool per run: a run folder with more candidate files is read through its first six
-# the labels' `format` spelled one way across corpora; pastes carry none (their `framework` is the trainer)
+# the labels' `format` spelled one way across corpora (pastes: see `summary`)
 FORMAT_NAMES = {"wandb-offline": "wandb", "wandb_csv": "csv", "keras_csv": "csv", "text_log": "console log",
-                "cyclegan_loss_log (pytorch-CycleGAN-and-pix2pix loss_log.txt)": "console log", "": "console log"}
+                "cyclegan_loss_log (pytorch-CycleGAN-and-pix2pix loss_log.txt)": "console log"}
+PASTED = "console log (pasted)"
 
 
 # --------------------------------------------------------------------------- what a tool said
@@ -384,13 +385,16 @@ def silent(folder: Path) -> list[Scored]:
     return [Scored(run_id, label, [], found=True) for run_id, label in sorted(load_labels(folder / "labels.json").items())]
 
 
-def summary(scored: list[Scored]) -> dict:
-    """accuracy.py's headline over all labelled runs, again over the runs the tool read, and reads per format."""
+def summary(scored: list[Scored], pasted: bool = False) -> dict:
+    """accuracy.py's headline over all labelled runs, again over the runs the tool read, and reads per format.
+
+    `pasted`: a corpus of pasted console logs, whose labels name the trainer (`framework`), not a format.
+    """
     every, read = headline(scored), headline([s for s in scored if s.found])
     faulty = [s for s in scored if not s.label.healthy]
     by_format: dict[str, list[int]] = {}
     for s in scored:
-        counts = by_format.setdefault(FORMAT_NAMES.get(s.label.format, s.label.format), [0, 0])
+        counts = by_format.setdefault(PASTED if pasted else FORMAT_NAMES.get(s.label.format, s.label.format), [0, 0])
         counts[0] += s.found
         counts[1] += 1
     return {**every, "read_only": read, "read_by_format": by_format,
@@ -423,8 +427,8 @@ def markdown(results: dict[str, dict[str, dict]], stamp: str) -> str:
     tools = [t for t in next(iter(results.values())) if t != SILENT]
     pooled: dict[str, dict[str, list[int]]] = {}
     for by_tool in results.values():
-        for name, m in by_tool.items():
-            for fmt_, (read, total) in m["read_by_format"].items():
+        for name in tools:
+            for fmt_, (read, total) in by_tool[name]["read_by_format"].items():
                 counts = pooled.setdefault(fmt_, {}).setdefault(name, [0, 0])
                 counts[0] += read
                 counts[1] += total
@@ -495,14 +499,14 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             scored, notes = score_corpus(tool, folder, args.venvs, args.timeout, cache, cacheable[tool.name],
                                           sys.stderr.isatty(), args.count_info)
-            results[corpus][tool.name] = m = summary(scored)
+            results[corpus][tool.name] = m = summary(scored, pasted=corpus.endswith("-text"))
             runs[corpus][tool.name] = {s.run_id: {"label": s.label.main, "read": s.found, "right": s.right,
                                                   "fired": [f.code for f in s.fired], "notes": notes[s.run_id]}
                                        for s in scored}
             print(f"{corpus:<20} {tool.name:<13} read {m['read']:>3}/{m['runs']:<3} top-1 {fmt(m['top1'])}  "
                   f"false alarm {fmt(m['false_alarm'])}  | read only: top-1 {fmt(m['read_only']['top1'])}  "
                   f"false alarm {fmt(m['read_only']['false_alarm'])}  ({time.monotonic() - started:.0f} s)", flush=True)
-        results[corpus][SILENT] = summary(silent(folder))
+        results[corpus][SILENT] = summary(silent(folder), pasted=corpus.endswith("-text"))
     stamp = (f"Measured {time.strftime('%Y-%m-%d')}: " + ", ".join(f"{k} {v}" for k, v in found.items())
              + ("; other tools' info findings counted as firing (--count-info)" if args.count_info else ""))
     print(stamp)
