@@ -319,8 +319,8 @@ def replay(
 @contextmanager
 def _progress(description: str, enabled: bool = True):
     """A transient progress bar on stderr; yields a `(done, total)` callback, or None off a terminal."""
-    err = _console(stderr=True)
-    if not enabled or not err.is_terminal:
+    err = _console(stderr=True) if enabled else None  # rich's Console only to ask about the terminal
+    if err is None or not err.is_terminal:
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -341,6 +341,8 @@ def _require_output_folder(output: Optional[Path]) -> None:
 
 def _print_skipped(errors: list[str]) -> None:
     """One `skipped:` line on stderr per source that could not be used (never silently dropped)."""
+    if not errors:  # nothing to say: rich stays unloaded
+        return
     from rich.markup import escape
 
     err = _console(stderr=True)

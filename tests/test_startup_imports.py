@@ -62,3 +62,8 @@ def test_analyze_of_a_csv_run_loads_no_other_formats_decoder_nor_markdown():
     renderer load where a run needs them, not because discovery looked at every format."""
     loaded = loaded_by("analyze", str(SAMPLES / "csv_healthy_amp_charlm"))
     assert not loaded & {"crc32c", "google", "yaml", "markdown_it", "pygments"}
+
+
+def test_quiet_json_analyze_loads_no_terminal_library():
+    """`analyze -f json -q` (CI, agents) draws nothing on a terminal: rich is not loaded at all."""
+    assert "rich" not in loaded_by("analyze", str(SAMPLES / "csv_healthy_amp_charlm"), "-f", "json", "-q")
