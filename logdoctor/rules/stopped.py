@@ -42,7 +42,7 @@ class Stopped(Rule):
         - killed: check dmesg / the scheduler log for the memory or time limit; fewer DataLoader workers or smaller prefetch for host memory
         - other errors: read the traceback's last frame; resume from the last checkpoint once fixed
     Probe:
-        none from logs alone; rerun the failing step with the last checkpoint (for memory, torch.cuda.memory_summary() before it)
+        none from logs alone; rerun the failing step from the last checkpoint (for memory, print the CUDA memory summary of torch.cuda just before it)
     Example:
         A paste ends with `torch.OutOfMemoryError: CUDA out of memory. Tried
         to allocate 2.00 GiB` after step 1,200: `stopped` quotes the line,
