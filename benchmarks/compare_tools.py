@@ -439,6 +439,15 @@ def markdown(results: dict[str, dict[str, dict]], stamp: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def source_digest(src: Path) -> str:
+    """A short digest of logdoctor's source files under `src`: what a cached logdoctor output was made by."""
+    digest = hashlib.sha1()
+    for path in sorted((src / "logdoctor").rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(src).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:10]
+
+
 def versions(venvs: Path, tools: list[Tool], src: Path) -> dict[str, str]:
     """The installed version of each tool, from its own environment's metadata; logdoctor's source."""
     found = {}
@@ -446,7 +455,8 @@ def versions(venvs: Path, tools: list[Tool], src: Path) -> dict[str, str]:
         venv = venv_of(tool, venvs)
         if venv is None:
             head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-            found[tool.name] = f"main @ {head.stdout.strip()} (working tree)" if src.resolve() == ROOT else str(src)
+            found[tool.name] = f"main @ {head.stdout.strip()} (working tree)" if src.resolve() == ROOT else \
+                f"{src} (source digest {source_digest(src)})"  # the cache stays true if the folder is reused
             continue
         stdout, _ = call([str(venv / "bin/python"), "-c",
                           f"import importlib.metadata as m; print(m.version({tool.name!r}))"], 60)
