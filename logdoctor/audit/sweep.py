@@ -89,14 +89,6 @@ def audit(
     cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir(path), config) if use_cache else None
     outputs: dict[int, TaskOutput] = {}
     todo: list[Task] = []
-    for task in tasks:
-        hit = cache.get(task) if cache else None
-        if hit is not None:
-            outputs[id(task)] = hit
-        else:
-            todo.append(task)
-    if progress:
-        progress(len(outputs), len(tasks))
 
     def done(task: Task, output: TaskOutput) -> None:
         outputs[id(task)] = output
@@ -105,7 +97,15 @@ def audit(
         if progress:
             progress(len(outputs), len(tasks))
 
-    try:
+    try:  # Ctrl-C from here on: one line saying how far it got (what is done is cached)
+        for task in tasks:  # reading 10,000 cache entries takes seconds too
+            hit = cache.get(task) if cache else None
+            if hit is not None:
+                outputs[id(task)] = hit
+            else:
+                todo.append(task)
+        if progress:
+            progress(len(outputs), len(tasks))
         how = execute(todo, config, done, jobs=jobs, scheduler=scheduler)
         results = [r for task in tasks for r in outputs[id(task)].results]
         errors = [printable(e) for e in walked] + [e for task in tasks for e in outputs[id(task)].errors]
