@@ -86,12 +86,12 @@ def test_statistics_match_scipy():
     x, y = rng.choice([1, 2, 3, 5], 30).astype(float), rng.normal(size=30)
     y[3] = np.inf
     ranks = _ranks(y)
-    rho_test = _Test("x", "spearman", np.ones(30, bool), _ranks(x) - _ranks(x).mean(), [], list(x), True)
+    rho_test = _Test("x", "spearman", np.ones(30, bool), _ranks(x) - _ranks(x).mean(), list(x), True)
     rho = float(_scores(rho_test, ranks[:, None])[0])
     expected = spearmanr(x, np.where(np.isinf(y), 1e9, y))
     assert rho == pytest.approx(expected.statistic) and _asymptotic_p(rho_test, rho) == pytest.approx(expected.pvalue)
     levels = sorted(set(x))
-    kw_test = _Test("x", "kruskal", np.ones(30, bool), np.array([[v == lv for v in x] for lv in levels], float), levels, list(x), True)
+    kw_test = _Test("x", "kruskal", np.ones(30, bool), np.array([[v == lv for v in x] for lv in levels], float), list(x), True)
     eps = float(_scores(kw_test, ranks[:, None])[0])
     h = kruskal(*[np.where(np.isinf(y), 1e9, y)[x == lv] for lv in levels])
     assert eps * 29 == pytest.approx(h.statistic) and _asymptotic_p(kw_test, eps) == pytest.approx(h.pvalue)
@@ -210,3 +210,11 @@ def test_an_interrupted_process_pool_kills_its_workers(tmp_path):
     for child in multiprocessing.active_children():  # killed, not left to finish the queue
         child.join(10)
         assert not child.is_alive() and child.exitcode != 0
+
+
+def test_a_setting_written_as_text_numbers_is_bounded_by_value_not_spelling():
+    # "10" sorts before "3" as text; as numbers every diverge is at lr >= 10
+    runs = [result(f"r{i}", {"lr": lr}, None if lr in ("10", "30") else 0.1 * float(lr), ("diverge",) if lr in ("10", "30") else ())
+            for i, lr in enumerate(["0.1", "0.3", "1", "3", "10", "30"] * 4)]
+    effects = find_effects(runs, swept_settings(runs))
+    assert effects and "every diverge at lr ≥ 10" in effects[0].text

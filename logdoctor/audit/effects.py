@@ -170,7 +170,6 @@ class _Test:
     mask: np.ndarray  # runs in the test (bool, over runs with the outcome)
     #: spearman: the setting's centred ranks (0 outside mask); kruskal: level indicators (levels x runs).
     design: np.ndarray
-    levels: list[Any]
     values: list[Any]  # the setting's value per run (None outside mask)
     numeric: bool
 
@@ -193,11 +192,11 @@ def _tests(results: list[RunResult], settings: list[str], has: np.ndarray) -> li
             r = np.zeros(len(x))
             r[mask] = _ranks(x[mask])
             r[mask] -= r[mask].mean()
-            out.append(_Test(name, "spearman", mask, r, [], raw, True))
+            out.append(_Test(name, "spearman", mask, r, raw, True))
         if (numeric and len(levels) <= MAX_LEVELS) or (not numeric and len(levels) < mask.sum()):
             design = np.array([[k == lv and m for k, m in zip(keys, mask)] for lv in levels], dtype=float)
             if (design.sum(axis=1) >= 2).sum() >= 2:
-                out.append(_Test(name, "kruskal", mask, design, levels, raw, numeric))
+                out.append(_Test(name, "kruskal", mask, design, raw, numeric))
     return out
 
 
@@ -293,7 +292,7 @@ def _fmt(value: Any) -> str:
 
 
 def _lowest(test: _Test, outcome: Outcome) -> str | None:
-    """The value (or run of neighbouring values) of the setting where the median outcome is lowest."""
+    """The value of the setting where the median outcome is lowest, with that median."""
     groups: dict[str, list[float]] = {}
     shown: dict[str, Any] = {}
     for v, o, m in zip(test.values, outcome.values, test.mask):
@@ -322,10 +321,10 @@ def _bounds(test: _Test, results: list[RunResult]) -> list[str]:
     for code in sorted((c for c, n in counts.items() if n >= MIN_FAILING), key=lambda c: (-counts[c], c)):
         failing = [v for r, v in present if code in r.codes]
         others = [v for r, v in present if code not in r.codes]
-        if test.numeric:
-            lo, hi = min(failing), max(failing)
-            below = sum(1 for _, v in present if v < lo)
-            above = sum(1 for _, v in present if v > hi)
+        if test.numeric:  # compared as numbers (a setting may be written "0.01")
+            lo, hi = min(failing, key=_number), max(failing, key=_number)
+            below = sum(1 for _, v in present if _number(v) < _number(lo))
+            above = sum(1 for _, v in present if _number(v) > _number(hi))
             if below >= MIN_FAILING and below >= above:
                 out.append(f"every {code} at {test.param} ≥ {_fmt(lo)}")
             elif above >= MIN_FAILING:
