@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from logdoctor.audit import audit, importance as importance_module
 from logdoctor.audit.effects import FAILURES, _Test, _asymptotic_p, _ranks, _scores, find_effects
-from logdoctor.audit.importance import FALLBACK, FOREST, rank_settings
+from logdoctor.audit.importance import FALLBACK, FOREST, drop_confounded, rank_settings
 from logdoctor.audit.page import sweep_data
 from logdoctor.audit.render import links_section, runs_table
 from logdoctor.audit.result import RunResult
@@ -219,3 +219,23 @@ def test_a_setting_written_as_text_numbers_is_bounded_by_value_not_spelling():
             for i, lr in enumerate(["0.03", "0.1", "0.3", "1", "3", "10", "30"] * 4)]
     effects = find_effects(runs, swept_settings(runs))
     assert effects and "every diverge at lr ≥ 3" in effects[0].text
+
+
+def test_a_setting_confounded_with_the_cause_in_the_runs_that_log_it_is_not_named():
+    """A third of the runs (one writer) also log `train_batch_size`; there it follows lr, the only cause: its rank
+    test passes, but the forest has no use for it once it knows lr, so it is not named."""
+    rng = np.random.default_rng(0)
+    lrs = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+    runs = []
+    for i in range(420):
+        lr = lrs[i % 7]
+        params = {"lr": lr, "batch_size": [32, 64, 128][(i // 7) % 3], "seed": i}
+        if i % 3 == 2:
+            params["train_batch_size"] = params["batch_size"]  # in these runs a function of lr (i mod 21)
+        bad = lr >= 3e-2
+        runs.append(result(f"r{i}", params, None if bad else 0.2 + rng.normal(0, 0.05) - 0.01 * np.log10(lr), ("diverge",) if bad else ()))
+    swept = swept_settings(runs)
+    effects = find_effects(runs, swept)
+    assert "train_batch_size" in {e.param for e in effects}  # the rank test alone cannot tell
+    importance = rank_settings(runs, swept, effects)
+    assert {e.param for e in drop_confounded(effects, importance)} == {"lr"}

@@ -151,3 +151,17 @@ def rank_settings(
     shares = raw / raw.sum() if raw.sum() > 0 else raw
     order = sorted(range(len(names)), key=lambda i: (-shares[i], i))
     return Importance({names[i]: float(shares[i]) for i in order}, outcome if outcome != FAILURES else "failing or not", method)
+
+
+def drop_confounded(effects: list[Effect], importance: Importance | None) -> list[Effect]:
+    """The effects on settings the forest has a use for (a share of at least `SHOWN_SHARE`).
+
+    A setting whose rank test passes but which the forest never needs once it knows the others
+    travels with a stronger one: a copy of it, or a setting logged by only some runs and confounded
+    with the cause there (a trainer's own `train_batch_size`, present in a third of a sweep, that
+    follows its lr). Naming it would send a person to the wrong knob. Kept as they are when the
+    ranking is the fallback (it is made of these very tests) or missing.
+    """
+    if importance is None or importance.method != FOREST or not importance.top:
+        return effects
+    return [e for e in effects if importance.shares.get(e.param, 0.0) >= SHOWN_SHARE]

@@ -13,7 +13,7 @@ from ..model import printable
 from .cache import ResultCache
 from .executor import execute
 from .effects import find_effects
-from .importance import rank_settings
+from .importance import drop_confounded, rank_settings
 from .links import find_links
 from .summary import AuditReport, swept_settings
 from .tasks import Task, is_url, plan
@@ -114,6 +114,7 @@ def audit(
         swept = swept_settings(results)
         effects = find_effects(results, swept, rank_by)
         importance = rank_settings(results, swept, effects, rank_by)
+        effects = drop_confounded(effects, importance)
         analysed = time.perf_counter() - analysed
     except KeyboardInterrupt:
         raise Interrupted(len(outputs), len(tasks), cache is not None) from None
