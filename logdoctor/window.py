@@ -9,6 +9,10 @@ not the shape of the whole run:
 * a log that **starts mid-run** (its epoch or step counter is already well
   along at its first point: `learning`'s test) shows no start, so a fall "far
   too slow to matter" (`crawl`) cannot be judged from it;
+* a log with **no counter at all** (bare `loss=` prints, read by row number)
+  of fewer than `MIN_OPENING_POINTS` losses may be just the opening of a
+  longer run (35 batches of an MNIST loop, 2.295 -> 1.88): how slow the fall
+  is for the whole run (`crawl`) is not on the page either;
 * a log of **few points** (fewer than `MIN_POINTS` finite losses, or than
   `MIN_MID_RUN_POINTS` in a window that starts mid-run) cannot show a plateau
   or a bounce beyond its noise either (`flat`, `crawl`,
@@ -22,6 +26,7 @@ a logger's files (TensorBoard, CSV, W&B...) hold the run from its start.
 """
 from __future__ import annotations
 
+from .ingest.csv_steps import ROW_STEP_NOTE
 from .learning import _starts_mid_run
 from .model import Finding
 from .rules import all_rules
@@ -33,7 +38,9 @@ WINDOW_FORMATS = ("text_log",)
 #: Fewer finite loss points than this: a plateau or a bounce cannot be told from noise; fewer than
 #: the second in a window that starts mid-run (with no start to measure a fall from).
 MIN_POINTS, MIN_MID_RUN_POINTS = 8, 10
-#: Codes a window starting mid-run cannot show; and a window of few points.
+#: Fewer finite loss points than this in a log with no counter: perhaps only a run's opening.
+MIN_OPENING_POINTS = 50
+#: Codes a window starting mid-run (or showing only an opening) cannot show; and a window of few points.
 MID_RUN_CODES = ("crawl",)
 FEW_POINTS_CODES = ("flat", "crawl", "oscillate")
 
@@ -52,11 +59,17 @@ def within_window(findings: list[Finding], view: RunView) -> list[Finding]:
         return findings  # `not_checked` already says the loss has too few points to judge
     mid_run = _starts_mid_run(view, loss)
     few = points < (MIN_MID_RUN_POINTS if mid_run else MIN_POINTS)
-    if not (few or mid_run):
+    opening = not mid_run and points < MIN_OPENING_POINTS and any(ROW_STEP_NOTE in note for note in view.run.notes)
+    if not (few or mid_run or opening):
         return findings
     unjudged = FEW_POINTS_CODES if few else MID_RUN_CODES
     kept = [f for f in findings if f.code not in unjudged or _seen_in_any_window(f)]
-    why = f"{points} loss points" if few else "the log starts mid-run: its first point is no start"
+    if few:
+        why = f"{points} loss points"
+    elif mid_run:
+        why = "the log starts mid-run: its first point is no start"
+    else:
+        why = f"{points} loss points with no step counter: perhaps only the opening of a longer run"
     rule = all_rules()["not_checked"]()
     remark = rule.finding(
         loss,
@@ -70,4 +83,4 @@ def within_window(findings: list[Finding], view: RunView) -> list[Finding]:
 
 def _seen_in_any_window(f: Finding) -> bool:
     """A finding any window shows: a loss repeated exactly, or one sitting at its chance level."""
-    return bool(f.evidence.get("constant")) or "ln_k" in f.evidence
+    return bool(f.evidence.get("constant")) or "ln_k" in f.evidence or "chance_level" in f.evidence

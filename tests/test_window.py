@@ -54,3 +54,12 @@ def test_what_any_window_shows_is_still_said(tmp_path):
 def test_a_whole_short_run_from_its_start_is_judged_as_usual(tmp_path):
     rd = _diagnose(tmp_path / "start", "train.log", "".join(f"Epoch {e}/10 - loss: {2.3 - 0.1 * e:.2f}\n" for e in range(1, 11)))
     assert not any(f.code == "not_checked" for f in rd.findings) and verdict(rd) == "healthy"
+
+
+def test_a_few_dozen_bare_loss_prints_are_no_crawl_they_may_be_a_runs_opening(tmp_path):
+    """35 batches of an MNIST loop printed as bare `train_loss.item()=` lines (no counter): 2.295 ->
+    1.88 and not levelling off is how any run opens."""
+    loss = np.linspace(2.295, 1.88, 35) + 0.003 * RNG.standard_normal(35)
+    bare = _diagnose(tmp_path / "bare", "train.log", "".join(f"train_loss.item()={v:.4f}\n" for v in loss))
+    assert "crawl" not in _codes(bare)
+    assert _remark(bare) == "too short to judge: crawl (35 loss points with no step counter: perhaps only the opening of a longer run)"

@@ -69,6 +69,11 @@ def finer_than_epoch(columns: list[str]) -> bool:
     return any(grain(c) in (0, 1) for c in columns)
 
 
+#: The note a run read without a step counter carries (its steps are row numbers: where its lines
+#: sit in the run, and how long the run is, are unknown).
+ROW_STEP_NOTE = "row number used as the step"
+
+
 @dataclass
 class StepPlan:
     """How a wide frame's rows get their step."""
@@ -105,7 +110,7 @@ def plan(frame: pl.DataFrame) -> StepPlan:
         return got
     fractional = [c for g, _, c in counters if g == EPOCH_GRAIN]
     why = f"{fractional[0]} is fractional or repeats (no step)" if fractional else "no step column"
-    return StepPlan(frame, None, notes=[f"{why}: row number used as the step"])
+    return StepPlan(frame, None, notes=[f"{why}: {ROW_STEP_NOTE}"])
 
 
 def _epoch_places_more(got: StepPlan, frame: pl.DataFrame, epoch: str) -> bool:
