@@ -204,12 +204,17 @@ def test_an_interrupted_process_pool_kills_its_workers(tmp_path):
         done.append(task)
         raise KeyboardInterrupt
 
+    before = set(multiprocessing.active_children())  # processes other tests left behind are not this pool's
     with pytest.raises(KeyboardInterrupt):
         run_processes(plan(tmp_path), Config(), 2, on_done)
     assert len(done) == 1
-    for child in multiprocessing.active_children():  # killed, not left to finish the queue
+    workers = [c for c in multiprocessing.active_children() if c not in before]
+    assert workers
+    for child in workers:  # killed (SIGKILL), not left to finish the queue
         child.join(10)
-        assert not child.is_alive() and child.exitcode != 0
+        # a SIGCHLD handler of another library (dask's, after its tests) may reap the child first: then the
+        # Process object never learns its exit code, but its pid is gone
+        assert child.exitcode == -9 or (child.exitcode is None and not Path(f"/proc/{child.pid}").exists())
 
 
 def test_a_setting_written_as_text_numbers_is_bounded_by_value_not_spelling():
