@@ -388,7 +388,7 @@ def _k_from_loss(loss_end: float, accuracy: float | None) -> list[int]:
     training set learned beyond chance is no uniform guess): a mean probability of 1/K on the right class with an accuracy near 1/K is a
     uniform guess over K, whatever the task's real class count (val loss 1.787 = ln 6 beside a
     validation accuracy of 0.16-0.24 whose closing point alone would say 4 or 5 classes)."""
-    if accuracy is None or not loss_end > math.log(2) * (1 - LOSS_K_TOLERANCE):
+    if accuracy is None or not math.log(2) * (1 - LOSS_K_TOLERANCE) < loss_end < math.log(MAX_LOSS_K + 1):
         return []
     k = round(math.exp(loss_end))
     if not 2 <= k <= MAX_LOSS_K or abs(loss_end - math.log(k)) > LOSS_K_TOLERANCE * math.log(k) or accuracy > _loss_k_accuracy(k):
