@@ -180,7 +180,8 @@ def judge(view: RunView) -> Learning:
         fell_far = levels.end < FELL_FAR_SHARE * levels.start and levels.start > 0
         code = "val_metric_constant" if fell_far else "crawl" if _still_falling(loss) else "flat"
         return Learning(False, f"{metric.name} ends at 0", code, loss, 0.85, steps, {**evidence, **extra}, "critical")
-    if loss.name == (view.roles.get("train_loss")):
+    # (in a log that starts mid-run the first evaluation shown is no first evaluation of the run)
+    if loss.name == (view.roles.get("train_loss")) and not _starts_mid_run(view, loss):
         unseen = _validation_never_improved(view)
         if unseen is not None:
             return unseen

@@ -63,3 +63,12 @@ def test_a_few_dozen_bare_loss_prints_are_no_crawl_they_may_be_a_runs_opening(tm
     bare = _diagnose(tmp_path / "bare", "train.log", "".join(f"train_loss.item()={v:.4f}\n" for v in loss))
     assert "crawl" not in _codes(bare)
     assert _remark(bare) == "too short to judge: crawl (35 loss points with no step counter: perhaps only the opening of a longer run)"
+
+
+def test_a_window_mid_run_shows_no_first_evaluation_to_say_validation_never_improved_on(tmp_path):
+    """Keras epochs 87-91 of 5000: loss 0.103 -> 0.079, val_loss 0.278, 0.273, 0.290, 0.269, 0.279.
+    The run's best validation came earlier; nothing here says the run did not learn."""
+    pairs = [(0.1033, 0.2777), (0.0888, 0.2726), (0.0919, 0.2895), (0.0813, 0.2690), (0.0792, 0.2793)]
+    text = "".join(f"Epoch {e}/5000\n405/405 - 0s - loss: {a} - val_loss: {b}\n" for e, (a, b) in enumerate(pairs, 87))
+    rd = _diagnose(tmp_path / "mid", "train.log", text)
+    assert rd.learning.learned is not False and _codes(rd) == []
