@@ -6,22 +6,31 @@ that went nowhere in a shape none of them knows: a loss that bounces
 to diverge. This module asks the plain question first, for every run:
 
 * the primary loss (training, else validation) **ends no lower than it
-  started**, beyond the noise of the two levels, and neither the validation
-  loss nor the validation score improved beyond theirs (the start is the median of
-  the opening 3 %, or the first value when lower, the end of the closing tenth; a short series compares
-  single points). A log that begins mid-run (a paste whose epoch counter
-  starts well past 0) shows no start, so this test is left out there;
-* or it **ends at chance**: within a few percent of ln K, with K the class
-  count the run's config gives, or else the K its accuracy says (an accuracy
-  ending at 1/K, the loss agreeing: both at once, never one alone);
+  started**, beyond the noise of the two levels, and validation did not get
+  clearly below the *untrained* loss either (the training loss's first level:
+  a classifier's chance at initialisation; a validation loss that only fell
+  from an inflated first evaluation learned nothing), nor its score beyond
+  chance (the start is the median of the opening 3 %, three points at least on
+  ten or more, or the first value when lower; the end of the closing tenth).
+  A log that begins mid-run (a paste whose epoch counter starts well past 0)
+  shows no start, so this test is left out there. A run whose validation once
+  got below half the untrained loss learned, however it bounced after;
+* or it **ends at chance**: within 5 % of ln K, with K the class count the
+  run's config gives, every K its accuracy fits (an accuracy near 1/K; it
+  overrules a config that does not fit), or the K the loss itself names (within
+  1 % of ln K, K <= 20) while that split's accuracy is no better than 1.5/K;
+  a validation loss at chance while training falls counts too;
 * or its **task metric ends at zero** (accuracy, mAP, F1...: every one of its
   closing points exactly 0);
-* or the training loss fell but the **validation loss never got below its
-  first evaluation** while the validation score did not improve either: the
-  run learned its training set and nothing else.
+* or the training loss fell but the **validation loss never got clearly below
+  its first evaluation** while the validation score did not improve either:
+  the run learned its training set and nothing else (not judged in a window
+  that starts mid-run).
 
-Any of these makes the run one that did not learn, whatever else fired; the
-likeliest failure is then named and ranked first (`diagnose`): diverge when
+Any of these makes the run one that did not learn, whatever else fired (critical
+for the first three, absolute references; the named rule's documented severity for
+the last, a relative one); the likeliest failure is then named and ranked first
+(`diagnose`): diverge when
 the loss rose well above its start and stayed there, oscillate when it
 bounces, flat when it sat still or ended at chance, overfit when only validation never improved (val_metric_constant
 when it repeated itself bit for bit while training fell), val_metric_constant when
