@@ -99,8 +99,6 @@ _CELL_NAME = re.compile(r"[a-z_][\w./ -]*", re.IGNORECASE)
 #: A cell counting up to a total (`70/1000`: the epoch) or a size with its unit (`6.73G`: memory).
 _CELL_COUNT = re.compile(r"(?P<value>\d+)/\d+")
 _CELL_SIZE = re.compile(r"(?P<value>\d+(?:\.\d*)?)[KMGT]i?B?", re.IGNORECASE)
-#: The progress bar Ultralytics draws after each table row (`640: 100%|██████████| 16/16 [00:05<00:00, 2.78it/s]`).
-_BAR_TAIL = re.compile(r":\s+\d+%\|.*$")
 #: A Markdown table's rule line (`| :---- | ---: |`).
 _TABLE_RULE = re.compile(r"[\s|:-]+")
 #: Perplexity names: a loss is their logarithm.
@@ -414,7 +412,7 @@ class _Parser:
         table = self.table
         if table is None:
             return False
-        cells = [c.strip() for c in (line.strip().strip("|").split("|") if table.pipes else _BAR_TAIL.sub("", line).split())]
+        cells = [c.strip() for c in (line.strip().strip("|").split("|") if table.pipes else text_templates.BAR_TAIL.sub("", line).split())]
         numbers = [_cell_number(c) for c in cells]
         if len(cells) != len(table.names) or None in numbers:
             if not _TABLE_RULE.fullmatch(line):

@@ -52,7 +52,7 @@ _TOKEN = re.compile(
     re.IGNORECASE | re.ASCII,  # a number glued to a CJK word is one (`第3轮 损失: 1.15`)
 )
 #: The progress bar a detector draws after each row (`640: 100%|██████████| 16/16 [00:05<00:00, 2.78it/s]`).
-_BAR_TAIL = re.compile(r":\s+\d+%\|.*$")
+BAR_TAIL = re.compile(r":\s+\d+%\|.*$")
 #: Markdown emphasis and code marks a paste into an issue thread adds around some lines (`**Train loss 1 0.2**`).
 _MARKUP = re.compile(r"\*\*|`")
 _WORD = re.compile(r"[a-z_][\w./-]*", re.IGNORECASE)
@@ -94,7 +94,7 @@ class Template:
 def tokenise(line: str) -> tuple[str, list[tuple[str, bool, str]]]:
     """A line's template text (numbers as `<*>`, counts as `<n/m>`, other digit text as `<t>`) and
     its slots as (key text before it, is a count, the number as written)."""
-    line = _BAR_TAIL.sub("", _MARKUP.sub("", line))
+    line = BAR_TAIL.sub("", _MARKUP.sub("", line))
     out, slots, at = [], [], 0
     for m in _TOKEN.finditer(line):
         gap = line[at : m.start()]
