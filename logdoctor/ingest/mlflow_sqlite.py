@@ -32,7 +32,7 @@ from ..model import Run, tidy
 from . import Claim, ReadError, Source
 from .hparams import parse_scalar
 from .mlflow import drop_closing_summaries
-from .sqlite_db import DB_SUFFIXES, SIDECARS, has_tables, peek, read_runs, sidecars
+from .sqlite_db import claim_databases, has_tables, read_runs
 from .stepless import number_stepless
 
 #: The file name MLflow gives its database: claimed by name, so a damaged or locked one is reported.
@@ -53,16 +53,9 @@ def is_mlflow(tables: dict[str, set[str]]) -> bool:
 
 
 def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
-    got = Claim()
-    for name in filenames:
-        if not name.lower().endswith(DB_SUFFIXES):
-            continue
-        path = folder / name
-        tables, _ = peek(path)
-        if name == DEFAULT_NAME or (tables is not None and is_mlflow(tables)):
-            got.sources.append(Source("mlflow_sqlite", path, [path, *sidecars(path)]))
-            got.files.update({name, *(name + s for s in SIDECARS)})
-    return got if got.sources else None
+    return claim_databases(
+        folder, filenames, "mlflow_sqlite", lambda name, tables, _: name == DEFAULT_NAME or (tables is not None and is_mlflow(tables))
+    )
 
 
 def read(source: Source) -> list[Run]:

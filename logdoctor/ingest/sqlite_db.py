@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..model import Run
-from . import ReadError
+from . import Claim, ReadError, Source
 from .fs import is_file, read_regular
 
 #: File name endings a tracker gives its database (`sqlite:///runs.sqlite` works too).
@@ -54,6 +54,27 @@ def is_sqlite(path: Path) -> bool:
 def sidecars(path: Path) -> list[Path]:
     """SQLite's working files beside `path` that exist now (their changes are the database's)."""
     return [p for p in (path.with_name(path.name + s) for s in SIDECARS) if is_file(p)]
+
+
+def claim_databases(
+    folder: Path,
+    filenames: list[str],
+    fmt: str,
+    takes: Callable[[str, dict[str, set[str]] | None, sqlite3.Error | None], bool],
+    owned: Callable[[Path], set[str]] = lambda path: set(),
+) -> Claim | None:
+    """The databases of `folder` a tracker's reader `fmt` takes (`takes(name, tables, problem)`), each
+    a source with its working files beside it; `owned` names other files of the tracker's there."""
+    got = Claim()
+    for name in filenames:
+        if not name.lower().endswith(DB_SUFFIXES):
+            continue
+        path = folder / name
+        tables, problem = peek(path)
+        if takes(name, tables, problem):
+            got.sources.append(Source(fmt, path, [path, *sidecars(path)]))
+            got.files.update({name, *(name + s for s in SIDECARS), *owned(path)})
+    return got if got.sources else None
 
 
 def open_readonly(path: Path) -> sqlite3.Connection:

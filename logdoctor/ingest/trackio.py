@@ -30,7 +30,7 @@ import polars as pl
 from ..model import Run, tidy
 from . import Claim, ReadError, Source
 from .hparams import flatten
-from .sqlite_db import DB_SUFFIXES, SIDECARS, has_tables, peek, read_runs, sidecars
+from .sqlite_db import claim_databases, has_tables, read_runs
 
 #: Tables and columns that make a database trackio's.
 _SIGNATURE = {
@@ -50,16 +50,14 @@ def is_trackio(tables: dict[str, set[str]]) -> bool:
 
 
 def claim(folder: Path, dirnames: list[str], filenames: list[str]) -> Claim | None:
-    got = Claim()
-    for name in filenames:
-        if not name.lower().endswith(DB_SUFFIXES):
-            continue
-        path = folder / name
-        tables, problem = peek(path)
-        if problem is not None or (tables is not None and is_trackio(tables)):
-            got.sources.append(Source("trackio", path, [path, *sidecars(path)]))
-            got.files.update({name, *(name + s for s in SIDECARS), f"{path.stem}.lock"})
-    return got if got.sources else None
+    # any database SQLite cannot read is taken here too, so its reason is said, not passed over
+    return claim_databases(
+        folder,
+        filenames,
+        "trackio",
+        lambda name, tables, problem: problem is not None or (tables is not None and is_trackio(tables)),
+        owned=lambda path: {f"{path.stem}.lock"},
+    )
 
 
 def read(source: Source) -> list[Run]:
