@@ -99,27 +99,8 @@ class ClipSaturation(Rule):
             1.0, np.log10(ratio) / np.log10(10 * self.params["min_median_ratio"])
         )
         title = f"gradient norm above the clip threshold {fmt_num(threshold)} on {percent(fraction)} of steps (median {fmt_num(ratio)}×)"
-        reached = _fall_reached_at(view)
-        free = reached is not None and reached <= self.params["max_free_fall_fraction"]
-        if free:
-            title += f"; the loss made 90% of its fall by {percent(reached)} of the run, so clipping is not holding it back"
-        return [
-            self.finding(
-                grad,
-                title=title,
-                steps=(int(steps[0]), int(steps[-1])),
-                confidence=confidence,
-                severity="info" if free else None,
-                evidence={
-                    "clip_threshold": threshold,
-                    "threshold_key": key,
-                    "fraction_clipped": fraction,
-                    "median_norm": float(np.median(norms)),
-                    "median_ratio": ratio,
-                    **({"fall_90_at_fraction": reached} if reached is not None else {}),
-                },
-            )
-        ]
+        evidence = {"clip_threshold": threshold, "threshold_key": key, "fraction_clipped": fraction, "median_norm": float(np.median(norms)), "median_ratio": ratio}
+        return [self._clipped(view, grad, steps, title, confidence, evidence)]
 
     def _logged_share(self, view: RunView, grad: Series, steps, norms) -> list[Finding]:
         """The trainer logs the share of updates it clipped (fairseq's `clip=100%`): clipped on
@@ -135,26 +116,25 @@ class ClipSaturation(Rule):
         fraction = float(np.median(y))
         if fraction < self.params["min_fraction_clipped"]:
             return []
+        title = f"gradient clipping is active on {percent(fraction)} of logged updates ({share.name}), the gradient norm at {fmt_num(float(np.median(norms)))}"
+        evidence = {"threshold_from": f"the logged clipped share ({share.name})", "fraction_clipped": fraction, "median_norm": float(np.median(norms))}
+        return [self._clipped(view, grad, steps, title, 0.55 + 0.3 * min(1.0, len(y) / 20), evidence)]
+
+    def _clipped(self, view: RunView, grad: Series, steps, title: str, confidence: float, evidence: dict[str, Any]) -> Finding:
+        """Clipping on nearly every step: a warning when it holds the loss back, a remark when the loss
+        made 90 % of its fall within the opening tenth of the run anyway."""
         reached = _fall_reached_at(view)
         free = reached is not None and reached <= self.params["max_free_fall_fraction"]
-        title = f"gradient clipping is active on {percent(fraction)} of logged updates ({share.name}), the gradient norm at {fmt_num(float(np.median(norms)))}"
         if free:
             title += f"; the loss made 90% of its fall by {percent(reached)} of the run, so clipping is not holding it back"
-        return [
-            self.finding(
-                grad,
-                title=title,
-                steps=(int(steps[0]), int(steps[-1])),
-                confidence=0.55 + 0.3 * min(1.0, len(y) / 20),
-                severity="info" if free else None,
-                evidence={
-                    "threshold_from": f"the logged clipped share ({share.name})",
-                    "fraction_clipped": fraction,
-                    "median_norm": float(np.median(norms)),
-                    **({"fall_90_at_fraction": reached} if reached is not None else {}),
-                },
-            )
-        ]
+        return self.finding(
+            grad,
+            title=title,
+            steps=(int(steps[0]), int(steps[-1])),
+            confidence=confidence,
+            severity="info" if free else None,
+            evidence={**evidence, **({"fall_90_at_fraction": reached} if reached is not None else {})},
+        )
 
     def _ceiling(self, grad: Series, steps, norms, threshold: float | None, key: str | None) -> list[Finding]:
         """A logged (post-clip) norm pinned at one value for most steps."""
