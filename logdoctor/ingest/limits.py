@@ -76,12 +76,29 @@ def within_limits(data: bytes) -> bool:
 
 def loads(text: str | bytes) -> Any:
     """`json.loads`, refusing what is nested deeper than MAX_DEPTH with TooDeep (a ValueError,
-    as a damaged document raises): the bracket count, a fast C scan, spares the exact check
-    for all but documents with many brackets."""
-    opens = text.count("{") + text.count("[") if isinstance(text, str) else text.count(b"{") + text.count(b"[")
-    if opens > MAX_DEPTH and shape(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)[0] > MAX_DEPTH:
-        raise TooDeep(f"nested more than {MAX_DEPTH} levels deep")
+    as a damaged document raises). json recurses once per level, so what is nested past
+    Python's recursion limit fails as it parses; what parses is measured as a value only when
+    its bracket count (a fast C scan) leaves room for the depth: on a 116 kB trainer state with
+    its 1,000 entries the walk of the parsed value costs a fraction of scanning the text."""
     try:
-        return json.loads(text)
-    except RecursionError:  # the count above was fooled by escaped quotes
+        value = json.loads(text)
+    except RecursionError:
         raise TooDeep(f"nested more than {MAX_DEPTH} levels deep") from None
+    opens = text.count("{") + text.count("[") if isinstance(text, str) else text.count(b"{") + text.count(b"[")
+    if opens > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        raise TooDeep(f"nested more than {MAX_DEPTH} levels deep")
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether a parsed JSON value nests dicts and lists more than `limit` levels (walked with a
+    stack, not recursion: the value may be nearly as deep as the recursion limit)."""
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
