@@ -685,8 +685,10 @@ def explain(code: str = typer.Argument(..., help="A rule code, e.g. crawl.")) ->
 
 def main() -> None:
     from .allocators import return_freed_memory
+    from .blas_threads import one_blas_thread
 
     return_freed_memory()
+    one_blas_thread()
     # a terminal or pipe that cannot encode the status marks and sparklines (PYTHONIOENCODING=ascii,
     # a legacy code page) gets '?' for them, never a UnicodeEncodeError traceback
     for stream in (sys.stdout, sys.stderr):

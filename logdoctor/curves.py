@@ -430,13 +430,18 @@ def oscillation(y: np.ndarray, window: int | None = None) -> Oscillation:
 
 
 def autocorrelation(y: np.ndarray) -> np.ndarray:
-    """Autocorrelation at every lag via FFT (n log n), normalised to 1 at lag 0."""
+    """Autocorrelation at every lag via FFT (n log n), normalised to 1 at lag 0.
+
+    Zero-padded to a power of two of at least 2n: any length from 2n on gives the linear (not
+    circular) autocorrelation, and a length with a large prime factor costs an FFT many times
+    longer (60,001 points padded to 120,002 took 168 ms, to 131,072 a few)."""
     r = np.asarray(y, dtype=float) - np.mean(y)
     n = len(r)
     if n < 2 or not np.any(r):
         return np.zeros(max(n, 1))
-    f = np.fft.rfft(r, 2 * n)
-    ac = np.fft.irfft(f * np.conj(f))[:n]
+    size = 1 << (2 * n - 1).bit_length()
+    f = np.fft.rfft(r, size)
+    ac = np.fft.irfft(f * np.conj(f), size)[:n]
     return ac / ac[0]
 
 

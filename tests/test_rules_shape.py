@@ -775,3 +775,29 @@ def test_a_validation_loss_swinging_five_to_thirteen_fold_between_epochs_is_osci
     assert "oscillate" in got and got["oscillate"].evidence["val_swings"] >= 3
     wobble = (0.2 + 0.6 * np.exp(-e / 5)) * np.where(e % 2, 1.5, 1.0)
     assert "oscillate" not in fired(diagnose(synthetic({"loss": (e, train), "val_loss": (e, wobble)})))
+
+
+def _decade_reversals_point_by_point(logs, decades):
+    """The definition: walk the points, the anchor following each move to its extreme."""
+    count, anchor, direction = 0, float(logs[0]), 0
+    for x in logs[1:]:
+        move = float(x) - anchor
+        if abs(move) >= decades:
+            step = 1 if move > 0 else -1
+            count += bool(direction) and step != direction
+            direction, anchor = step, float(x)
+        elif direction and (x - anchor) * direction > 0:
+            anchor = float(x)
+    return count
+
+
+def test_validation_swings_are_counted_as_the_point_by_point_definition_counts_them(monkeypatch):
+    from logdoctor.rules import oscillate
+
+    rng = np.random.default_rng(5)
+    for trial in range(1500):
+        n = int(rng.integers(1, 300))
+        y = (rng.normal(0, rng.uniform(0.05, 1), n), np.cumsum(rng.normal(0, 0.3, n)), np.round(rng.normal(0, 1, n), 1))[trial % 3]
+        decades = float(rng.choice([0.3, 0.6, 1.0]))
+        monkeypatch.setattr(oscillate, "_BLOCK", int(rng.integers(1, 20)))  # blocks end anywhere
+        assert oscillate._decade_reversals(y, decades) == _decade_reversals_point_by_point(y, decades)
