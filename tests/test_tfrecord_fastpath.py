@@ -197,3 +197,38 @@ def test_the_predicting_walk_places_every_record_exactly_where_the_plain_walk_do
         blob = data + tail
         starts, end = tfrecord._walk(blob, np.frombuffer(blob, dtype=np.uint8), 0)
         assert (starts.tolist(), end) == plain_walk(blob)
+
+
+def _records_of_one_length(rng, n, length):
+    """`n` records of `length` random bytes laid out as in a TFRecord file: (buffer, data offsets, stored masked CRCs)."""
+    datas = [rng.integers(0, 256, length, dtype=np.uint8).tobytes() for _ in range(n)]
+    blob = b"".join(len(d).to_bytes(8, "little") + b"\0" * 4 + d + tfrecord.masked(tfrecord.crc32c(d)).to_bytes(4, "little") for d in datas)
+    buf = np.frombuffer(blob, dtype=np.uint8).copy()
+    offs = np.arange(n, dtype=np.int64) * (length + 16) + 12
+    return buf, offs
+
+
+@pytest.mark.parametrize("n,length", [(8, 1), (37, 23), (300, 52), (1025, 8)])
+def test_records_checked_in_groups_are_judged_as_each_alone(n, length):
+    rng = np.random.default_rng(n)
+    buf, offs = _records_of_one_length(rng, n, length)
+    lens = np.full(n, length, dtype=np.int64)
+    assert tfrecord._data_crc_ok(buf, offs, lens).all()
+    for damaged in (1, 2, 3):  # random damage in a few records, data or stored CRC
+        bad = buf.copy()
+        for at in rng.choice(n, damaged, replace=False):
+            spot = int(offs[at]) + int(rng.integers(0, length + 4))
+            bad[spot] ^= int(rng.integers(1, 256))
+        alone = tfrecord.masked(tfrecord.crc32c_many(bad, offs, lens)) == tfrecord._gather_u32(bad, offs + lens)
+        assert tfrecord._data_crc_ok(bad, offs, lens).tolist() == alone.tolist()
+
+
+def test_the_same_damage_in_two_records_of_one_length_does_not_cancel_out():
+    rng = np.random.default_rng(1)
+    buf, offs = _records_of_one_length(rng, 64, 40)
+    for a, b in ((0, 1), (5, 37), (62, 63)):  # XORed together the two damages would cancel
+        bad = buf.copy()
+        bad[offs[a] + 7] ^= 0x10
+        bad[offs[b] + 7] ^= 0x10
+        ok = tfrecord._data_crc_ok(bad, offs, np.full(64, 40, dtype=np.int64))
+        assert np.flatnonzero(~ok).tolist() == [a, b]
