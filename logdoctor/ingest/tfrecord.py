@@ -170,10 +170,13 @@ def headers_ok(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """For record starts in `buf`: does the masked CRC of each 8-byte length match?"""
     if not len(starts):
         return np.zeros(0, dtype=bool)
+    stored = _gather_u32(buf, starts + 8)
+    if len(starts) >= _GROUP_MIN and _group_intact(buf, starts, 8, unmasked(stored)):  # every length is 8 bytes: one group
+        return np.ones(len(starts), dtype=bool)
     crcs = np.full(len(starts), _CONST[8], dtype=np.uint32)
     for d in range(8):  # fixed length: no sorting by length needed
         crcs ^= _DIST[d][buf[starts + (7 - d)]]
-    return masked(crcs) == _gather_u32(buf, starts + 8)
+    return masked(crcs) == stored
 
 
 def _header_ok_at(data: bytes, pos: int) -> bool:
@@ -425,17 +428,16 @@ def _group_intact(buf: np.ndarray, offs: np.ndarray, length: int, crcs: np.ndarr
     prefix[:width, 1:] = rows.view("<u8").T
     prefix[width, 1:] = crcs
     np.bitwise_xor.accumulate(prefix[:, 1:], axis=1, out=prefix[:, 1:])
-    checks = [(np.array([0]), np.array([n]))]
-    for bit in range((n - 1).bit_length()):
-        starts = np.arange(1 << bit, n, 2 << bit)
-        checks.append((starts, np.minimum(starts + (1 << bit), n)))
-    for starts, stops in checks:
-        mixed = np.bitwise_xor.reduce(prefix[:, stops] ^ prefix[:, starts], axis=1)
-        count = int((stops - starts).sum())
-        data = mixed[:width].astype("<u8").view(np.uint8)[:length].tobytes()
-        if crc32c(data) ^ (0 if count % 2 else _zeros_crc(length)) != int(mixed[width]):
-            return False
-    return True
+    starts = [np.zeros(1, np.int64)] + [np.arange(1 << bit, n, 2 << bit) for bit in range((n - 1).bit_length())]
+    first = np.cumsum([0] + [len(x) for x in starts[:-1]])  # where each check's runs begin
+    starts = np.concatenate(starts)
+    stops = np.minimum(np.where(starts == 0, n, starts + np.maximum(starts & -starts, 1)), n)  # a bit's run: 2**bit long
+    mixed = np.bitwise_xor.reduceat(prefix[:, stops] ^ prefix[:, starts], first, axis=1)
+    counts = np.add.reduceat(stops - starts, first)
+    data = np.ascontiguousarray(mixed[:width].T).astype("<u8").view(np.uint8).reshape(len(first), -1)[:, :length]
+    zeros = _zeros_crc(length)
+    return all(crc32c(row.tobytes()) ^ (0 if count % 2 else zeros) == crc
+               for row, count, crc in zip(data, counts.tolist(), mixed[width].tolist()))
 
 
 def _frame_block(data: bytes, buf: np.ndarray, eof: bool, base: int, damage: Damage, skipping: int | None, chunk: int):
