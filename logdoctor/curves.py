@@ -645,8 +645,18 @@ def values_at(series: Series, steps: np.ndarray) -> np.ndarray:
 
 def window_level(series: Series, lo: float, hi: float) -> float:
     """Median of the finite values logged at steps in [lo, hi] (NaN when there are none)."""
-    mask = (series.steps >= lo) & (series.steps <= hi) & np.isfinite(series.values)
-    return float(np.median(series.values[mask])) if mask.any() else float("nan")
+    return float(window_levels(series, np.array([lo]), np.array([hi]))[0])
+
+
+def window_levels(series: Series, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """`window_level` for each window [lo[i], hi[i]], found by bisecting the sorted steps: a
+    thousand evaluation metrics each asking for their hundred windows of a 100,000-step training
+    loss cost one pass over the windows each, not one pass over the whole loss per window (38 s)."""
+    ok = np.isfinite(series.values)
+    steps, values = series.steps[ok], series.values[ok]
+    starts = np.searchsorted(steps, lo, side="left")
+    stops = np.searchsorted(steps, hi, side="right")
+    return np.array([float(np.median(values[a:b])) if b > a else math.nan for a, b in zip(starts, stops)], dtype=float)
 
 
 def settle_index(values: np.ndarray, tol: float, negligible: float | None = None) -> int | None:

@@ -77,6 +77,21 @@ def test_buckets_skip_nonfinite_points():
     assert len(b.med) == 10 and np.all(np.isfinite(b.med))
 
 
+def test_window_levels_are_the_median_of_each_window_by_its_definition():
+    steps = np.cumsum(RNG.integers(1, 5, 3000))
+    values = RNG.standard_normal(3000)
+    values[RNG.integers(0, 3000, 300)] = np.nan
+    s = series(values, steps)
+    lo = RNG.uniform(-50, steps[-1] + 50, 200)
+    hi = lo + RNG.choice([0.0, 0.5, 3.0, 40.0, 900.0], 200)  # empty, single-step and wide windows
+    want = []
+    for a, b in zip(lo, hi):
+        inside = values[(steps >= a) & (steps <= b) & np.isfinite(values)]
+        want.append(np.median(inside) if len(inside) else np.nan)
+    np.testing.assert_array_equal(curves.window_levels(s, lo, hi), want)
+    np.testing.assert_array_equal([curves.window_level(s, a, b) for a, b in zip(lo[:20], hi[:20])], want[:20])
+
+
 # ---------------------------------------------------------------- smoothing / outliers
 
 

@@ -626,6 +626,16 @@ def test_one_per_class_score_at_0_beside_an_overall_score_that_moves_is_a_remark
     assert f.severity == "info" and f.evidence["moving_validation_metric"] == "eval_overall_f1"
 
 
+def test_many_per_class_scores_frozen_beside_one_that_moves_are_one_remark():
+    """A W&B history of per-class evaluation scores (fuzz case 76852: 1,000 of them over 100,000
+    steps judged every score against every other, 36 CPU-s): the remark names the score that
+    moves, as for one frozen class."""
+    scores = {f"eval_class_{k}_f1": (epochs(), np.full(20, 0.5 + k % 7 / 20)) for k in range(300)}
+    view = make_view({"train_loss": train_curve(26), **scores, "eval_overall_f1": (epochs(), np.linspace(0.5, 0.53, 20))})
+    [f] = ValMetricConstant().check(view)
+    assert f.severity == "info" and f.metric == "eval_class_0_f1" and f.evidence["moving_validation_metric"] == "eval_overall_f1"
+
+
 def test_val_metric_constant_silent_when_training_is_flat_too():
     steps = np.arange(STEPS)
     view = make_view({"train_loss": (steps, noisy(np.full(STEPS, 2.3), 0.01, 24)), "val_loss": (epochs(), np.full(20, 2.3026))})
