@@ -170,13 +170,10 @@ def headers_ok(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """For record starts in `buf`: does the masked CRC of each 8-byte length match?"""
     if not len(starts):
         return np.zeros(0, dtype=bool)
-    stored = _gather_u32(buf, starts + 8)
-    if len(starts) >= _GROUP_MIN and _group_intact(buf, starts, 8, unmasked(stored)):  # every length is 8 bytes: one group
-        return np.ones(len(starts), dtype=bool)
     crcs = np.full(len(starts), _CONST[8], dtype=np.uint32)
     for d in range(8):  # fixed length: no sorting by length needed
         crcs ^= _DIST[d][buf[starts + (7 - d)]]
-    return masked(crcs) == stored
+    return masked(crcs) == _gather_u32(buf, starts + 8)
 
 
 def _header_ok_at(data: bytes, pos: int) -> bool:
@@ -416,28 +413,31 @@ def _group_intact(buf: np.ndarray, offs: np.ndarray, length: int, crcs: np.ndarr
     group, the records whose index has that bit set. A damaged record is caught as surely as by
     its own CRC (some subset holds it without any other damaged record that could cancel it: two
     indices differ in a bit); damage escapes only if it is identical in three or more records
-    whose indices XOR to zero, or if a CRC misses it anyway. The subsets are runs of consecutive
-    indices, so each is a difference of two prefix XORs: one copy of the group's bytes (as 8-byte
-    words, one row per word position) and one running XOR replace a table lookup per byte."""
+    whose indices XOR to zero, or if a CRC misses it anyway. The subsets come from halving: the
+    records whose index has bit 0 set are the odd columns; XORing each even column with the odd
+    one after it leaves a table half as wide whose odd columns are the records with bit 1 set, and
+    so on (2n column XORs in all). Rows: the record's 8-byte words, its CRC, and a 1 whose XOR is
+    the parity of the subset's size."""
     n, width = len(offs), -(-length // 8)
     if int(offs[-1]) + width * 8 > len(buf):  # the last record's padding would run past the buffer
         buf, offs = np.concatenate([buf[int(offs[0]) :], np.zeros(8, np.uint8)]), offs - offs[0]
     rows = sliding_window_view(buf, width * 8)[offs]  # whole words: a copy of contiguous rows
     rows[:, length:] = 0
-    prefix = np.zeros((width + 1, n + 1), dtype=np.uint64)  # row `width`: the CRCs
-    prefix[:width, 1:] = rows.view("<u8").T
-    prefix[width, 1:] = crcs
-    np.bitwise_xor.accumulate(prefix[:, 1:], axis=1, out=prefix[:, 1:])
-    starts = [np.zeros(1, np.int64)] + [np.arange(1 << bit, n, 2 << bit) for bit in range((n - 1).bit_length())]
-    first = np.cumsum([0] + [len(x) for x in starts[:-1]])  # where each check's runs begin
-    starts = np.concatenate(starts)
-    stops = np.minimum(np.where(starts == 0, n, starts + np.maximum(starts & -starts, 1)), n)  # a bit's run: 2**bit long
-    mixed = np.bitwise_xor.reduceat(prefix[:, stops] ^ prefix[:, starts], first, axis=1)
-    counts = np.add.reduceat(stops - starts, first)
-    data = np.ascontiguousarray(mixed[:width].T).astype("<u8").view(np.uint8).reshape(len(first), -1)[:, :length]
+    table = np.zeros((width + 2, 1 << (n - 1).bit_length()), dtype=np.uint64)  # zero columns XOR to nothing
+    table[:width, :n] = rows.view("<u8").T
+    table[width, :n] = crcs
+    table[width + 1, :n] = 1
+    checks = [np.bitwise_xor.reduce(table, axis=1)]
+    while table.shape[1] > 1:
+        odd = table[:, 1::2]
+        checks.append(np.bitwise_xor.reduce(odd, axis=1))
+        table = table[:, 0::2] ^ odd
     zeros = _zeros_crc(length)
-    return all(crc32c(row.tobytes()) ^ (0 if count % 2 else zeros) == crc
-               for row, count, crc in zip(data, counts.tolist(), mixed[width].tolist()))
+    for check in checks:
+        crc = crc32c(check[:width].astype("<u8").tobytes()[:length])
+        if crc ^ (0 if check[width + 1] & 1 else zeros) != int(check[width]):
+            return False
+    return True
 
 
 def _frame_block(data: bytes, buf: np.ndarray, eof: bool, base: int, damage: Damage, skipping: int | None, chunk: int):
