@@ -7,13 +7,19 @@ tags; odd MLflow stores; console logs with escape storms and enormous lines; hos
 folder names, symlink loops, folders nobody may read; broken `logdoctor.toml`. Cases are made
 from a seed, so any outcome can be replayed (`--replay N`).
 
-In-process, a worker runs `logdoctor analyze CASE -o report.json` through the CLI's own entry
-point (typer's runner) under a 4 GiB address-space cap; the parent kills a case after 30 s.
-Through the CLI, the same cases run as `python -m logdoctor analyze` processes.
+Permissions must apply as on a shared cluster. In-process, a worker runs `logdoctor analyze
+CASE -o report.json` through the CLI's own entry point (typer's runner) under a 4 GiB
+address-space cap, as root without the capabilities that bypass permissions (it cannot become
+another user: see `without_bypass`); the parent kills a case after 30 s. Through the CLI, each
+case is built as root, handed to an unprivileged user (nobody; the "another user's file" entries
+stay another user's) and run as `python -m logdoctor analyze` by that user (setpriv). A user who
+is not root builds and analyses as itself. Every case that is not ok is then run again alone
+(`*-alone.jsonl`), and both outcomes are printed.
 
 Outcomes: ok (read, or every problem one clear line), traceback, hang, out of memory, killed
-by a signal, lost (the good run missing or diagnosed differently), bad output (a control
-character from a log reached the report or a skipped line).
+by a signal (a SIGKILL the fuzzer did not send is the kernel's, not a hang), lost (the good run
+missing or diagnosed differently), bad output (a control character from a log reached the report
+or a skipped line), not built (the case builder failed: nothing reached logdoctor).
 
     python benchmarks/fuzz.py --inprocess 10000 --cli 700 --md docs/robustness.md
     python benchmarks/fuzz.py --replay 1234          # rebuild case 1234 into ./fuzz-case, to analyze it in the foreground
@@ -23,6 +29,7 @@ Run the long form under the suite lock: flock /tmp/logdoctor-suite.lock nice -n 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -55,7 +62,10 @@ SEEDS = {
     "wandb": "wb_healthy_amp_digits",
 }
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-OUTCOMES = ("ok", "traceback", "hang", "out of memory", "signal", "lost", "bad output")
+OUTCOMES = ("ok", "traceback", "hang", "out of memory", "signal", "lost", "bad output", "not built")
+#: The unprivileged user who analyses each CLI case (nobody), and another user owning the entries
+#: of the "another user's file" mutation. The case is built as root, then handed to ANALYST.
+ANALYST, OTHER = 65534, 12345
 
 
 # --------------------------------------------------------------------------- seeds
@@ -116,8 +126,13 @@ def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+#: A file this large is a hole made by an earlier mutation (2 GB of zeros, no disk): a later one
+#: that read it whole would hold 2-4 GB in the builder and write the zeros out to disk.
+HUGE = 256 << 20
+
+
 def _pick(rng: random.Random, folder: Path, pattern: str = "") -> Path | None:
-    files = [p for p in _files(folder) if re.search(pattern, p.name)]
+    files = [p for p in _files(folder) if re.search(pattern, p.name) and p.stat().st_size < HUGE]
     return rng.choice(files) if files else None
 
 
@@ -539,7 +554,7 @@ def m_symlink(rng, folder):
 
 def m_unreadable(rng, folder):
     """Mode 000 entries, folders listable but not enterable (`chmod -R 644`), and entries another
-    user owns with mode 600/700 (the worker runs as root without its permission bypass)."""
+    user (OTHER) owns with mode 600/700."""
     dirs = [folder] + [p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()]  # not the case root through a link
     files = _files(folder)
     game = rng.choice(["mode", "mode", "not-enterable", "other-owner"])
@@ -549,9 +564,9 @@ def m_unreadable(rng, folder):
             victim.chmod(rng.choice([0o644, 0o444]))
         return f"unreadable {game} {top.relative_to(folder.parent)}"
     victim = rng.choice(dirs + files)
-    if game == "other-owner":  # the mode first: changing it takes the owner's right (or root's bypass, dropped)
+    if game == "other-owner":  # the mode first: changing it takes the owner's right
         victim.chmod(0o700 if victim.is_dir() else 0o600)
-        os.chown(victim, 65534, 65534, follow_symlinks=False)  # nobody
+        os.chown(victim, OTHER, OTHER, follow_symlinks=False)
     else:
         victim.chmod(rng.choice([0, 0o300, 0o200]) if victim.is_dir() else 0)
     return f"unreadable {game} {victim.relative_to(folder.parent)}"
@@ -725,18 +740,69 @@ def _has_control(obj) -> bool:
     return False
 
 
+# --------------------------------------------------------------------------- the unprivileged user
+
+
+#: HOME of ANALYST (root's is closed to it): matplotlib's and the caches' folders.
+ANALYST_HOME = Path(tempfile.gettempdir()) / "logdoctor-fuzz-home"
+
+
+def switches_user() -> bool:
+    """Whether CLI cases are analysed as ANALYST: only root can hand a case over to another user."""
+    return os.geteuid() == 0
+
+
+def hand_over(where: Path) -> None:
+    """Give a built case to ANALYST: every entry root owns (the other user's stay its own; links
+    themselves, never what they point at)."""
+    if switches_user():
+        subprocess.run(["chown", "-R", "-h", "-P", "--from=0:0", f"{ANALYST}:{ANALYST}", str(where)], stderr=subprocess.DEVNULL)
+
+
+@contextlib.contextmanager
+def capped():
+    """At most MEMORY of address space for what runs inside (the worker builds its cases uncapped:
+    a builder's MemoryError is no outcome of logdoctor's)."""
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+
+def without_bypass() -> list[str]:
+    """The in-process worker's prefix: root without the capabilities that bypass permissions (its
+    own entries then read as their owner's, mode 000 refused, OTHER's refused). It cannot become
+    ANALYST itself: the interpreter's standard library lies under /root (mode 700), so every module
+    imported lazily after the switch would fail to load."""
+    if switches_user() and shutil.which("setpriv"):
+        return ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--"]
+    return []
+
+
+def as_analyst_command() -> list[str]:
+    """The prefix that runs a command as ANALYST ([] when this user cannot switch)."""
+    if switches_user() and shutil.which("setpriv"):
+        return ["setpriv", f"--reuid={ANALYST}", f"--regid={ANALYST}", "--clear-groups", "--"]
+    return []
+
+
 # --------------------------------------------------------------------------- in-process worker
 
 
 def worker(seed: int, indices: list[int], results: Path, baseline: list[str]) -> None:
-    """Runs cases through the CLI's entry point in this process; one JSON line per case."""
+    """Runs cases through the CLI's entry point in this process (as root without the permission
+    bypass, see `without_bypass`); one JSON line per case, with the worker's peak resident memory
+    so far. A case the builder could not make is "not built": no input reached logdoctor."""
     import resource
 
     from typer.testing import CliRunner
 
     from logdoctor.cli import app
 
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
     runner = CliRunner()
     with open(results, "a") as out:
         for index in indices:
@@ -746,33 +812,43 @@ def worker(seed: int, indices: list[int], results: Path, baseline: list[str]) ->
             outcome, detail, what = "ok", "", ""
             try:
                 what = build_case(index, seed, where)
-                report_path = where / "report.json"
-                args = ["analyze", str(where), "-o", str(report_path)]
-                os.chdir(where)
-                try:
-                    result = runner.invoke(app, args, env={"NO_COLOR": "1", "COLUMNS": "120"})
-                finally:
-                    os.chdir(ROOT)
-                exc = result.exception
-                if isinstance(exc, MemoryError):
-                    outcome, detail = "out of memory", what
-                elif exc is not None and not isinstance(exc, SystemExit):
-                    import traceback
-
-                    outcome = "traceback"
-                    detail = "".join(traceback.format_exception(exc)[-4:])[-800:]
-                else:
-                    report = json.loads(report_path.read_text()) if report_path.exists() else None
-                    outcome, detail = judge(result.exit_code, result.output, report, baseline, what)
-                    if outcome == "ok":
-                        problem = documents(what, where, lambda a: runner.invoke(app, a, env={"NO_COLOR": "1", "COLUMNS": "120"}))
-                        outcome, detail = ("bad output", problem) if problem else (outcome, detail)
+            except Exception as exc:  # noqa: BLE001 - the builder's own failure, whatever it is
+                outcome, detail = "not built", f"{type(exc).__name__}: {exc}"[:300]
+            try:
+                if outcome == "ok":
+                    outcome, detail = _analyze_case(runner, app, where, what, baseline)
             except MemoryError:
                 outcome, detail = "out of memory", what
             finally:
                 release(where)
-            out.write(json.dumps({"index": index, "outcome": outcome, "what": what, "detail": detail}) + "\n")
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+            out.write(json.dumps({"index": index, "outcome": outcome, "what": what, "detail": detail, "worker_peak_mb": peak}) + "\n")
             out.flush()
+
+
+def _analyze_case(runner, app, where: Path, what: str, baseline: list[str]) -> tuple[str, str]:
+    """(outcome, detail) of `logdoctor analyze` on one built case, run under the cap."""
+    report_path = where / "report.json"
+    args = ["analyze", str(where), "-o", str(report_path)]
+    with capped():
+        os.chdir(where)
+        try:
+            result = runner.invoke(app, args, env={"NO_COLOR": "1", "COLUMNS": "120"})
+        finally:
+            os.chdir(ROOT)
+        exc = result.exception
+        if isinstance(exc, MemoryError):
+            return "out of memory", what
+        if exc is not None and not isinstance(exc, SystemExit):
+            import traceback
+
+            return "traceback", "".join(traceback.format_exception(exc)[-4:])[-800:]
+        report = json.loads(report_path.read_text()) if report_path.exists() else None
+        outcome, detail = judge(result.exit_code, result.output, report, baseline, what)
+        if outcome == "ok":
+            problem = documents(what, where, lambda a: runner.invoke(app, a, env={"NO_COLOR": "1", "COLUMNS": "120"}))
+            outcome, detail = ("bad output", problem) if problem else (outcome, detail)
+    return outcome, detail
 
 
 def baseline_codes() -> list[str]:
@@ -784,48 +860,65 @@ def baseline_codes() -> list[str]:
     return sorted(f["code"] for f in json.loads(out.stdout)["runs"][0]["findings"])
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "120", "POLARS_MAX_THREADS": "2"}
+def _env(analyst: bool = False) -> dict[str, str]:
+    """The environment of an analysis; ANALYST's has a HOME it may use."""
+    home = {"HOME": str(ANALYST_HOME)} if analyst and switches_user() else {}
+    return {**os.environ, **home, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "120", "POLARS_MAX_THREADS": "2"}
 
 
-def _unprivileged() -> list[str]:
-    """Root reads every folder; without its bypass capabilities the unreadable cases mean something."""
-    if os.geteuid() == 0 and shutil.which("setpriv"):
-        return ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--"]
-    return []
+def _available_mb() -> int:
+    """The machine's MemAvailable now, in MB (-1 when /proc/meminfo cannot be read)."""
+    try:
+        line = next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemAvailable:"))
+        return int(line.split()[1]) // 1024
+    except (OSError, StopIteration, ValueError):
+        return -1
 
 
 def run_inprocess(seed: int, indices: list[int], results: Path, baseline: list[str]) -> None:
-    """Workers over `indices`; a case past HANG_S is killed and recorded, the rest go on in a new worker."""
+    """Workers over `indices`; a case past HANG_S is killed and recorded, the rest go on in a new worker.
+
+    A worker that dies mid-case is told apart by who ended it: the fuzzer's own SIGKILL is a hang;
+    a SIGKILL the fuzzer did not send is a "signal" (the kernel's OOM killer when the machine ran
+    short), recorded with the worker's peak resident memory and the memory then available."""
     pending = list(indices)
     while pending:
         mark = results.stat().st_size if results.exists() else 0
         proc = subprocess.Popen(
-            _unprivileged() + [sys.executable, __file__, "--worker", json.dumps(pending), "--seed", str(seed), "--results", str(results),
-                               "--baseline", json.dumps(baseline)],
+            without_bypass() + [sys.executable, __file__, "--worker", json.dumps(pending), "--seed", str(seed), "--results", str(results),
+             "--baseline", json.dumps(baseline)],
             env=_env(), start_new_session=True, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         )
-        last, since = None, time.monotonic()
-        while proc.poll() is None:
+        last, since, killed = None, time.monotonic(), False
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
             time.sleep(0.5)
             current = _last_started(results, mark)
             if current != last:
                 last, since = current, time.monotonic()
-            elif last is not None and time.monotonic() - since > HANG_S:
+            elif last is not None and time.monotonic() - since > HANG_S and not killed:
                 os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                break
-        for row in _lines(results, mark):  # entries another user owns are left to a process with root's rights
+                killed = True
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        available = _available_mb()
+        for row in _lines(results, mark):  # a case the worker died in is left to root here
             if row.get("where") and os.path.lexists(row["where"]):
                 release(Path(row["where"]))
         finished = _finished(results, mark)
         started = _last_started(results, mark)
         if started is not None and started not in finished:
-            outcome = "hang" if proc.returncode == -signal.SIGKILL else ("signal" if proc.returncode and proc.returncode < 0 else "traceback")
-            if proc.returncode == -signal.SIGABRT:
+            if code == -signal.SIGKILL:
+                outcome = "hang" if killed else "signal"
+            elif code == -signal.SIGABRT:
                 outcome = "out of memory"  # polars aborts when an allocation fails under the cap
+            else:
+                outcome = "signal" if code < 0 else "traceback"
+            who = "" if code >= 0 else (" (sent by the fuzzer)" if killed else " (not sent by the fuzzer)")
+            detail = f"worker exit {code}{who}; worker peak RSS {usage.ru_maxrss // 1024} MB; {available} MB available on the machine"
             with open(results, "a") as out:
-                out.write(json.dumps({"index": started, "outcome": outcome, "what": "", "detail": f"worker exit {proc.returncode}"}) + "\n")
+                out.write(json.dumps({"index": started, "outcome": outcome, "what": "", "detail": detail}) + "\n")
             finished.add(started)
         pending = [i for i in pending if i not in finished]
 
@@ -851,37 +944,49 @@ def _finished(results: Path, mark: int) -> set[int]:
 
 
 def run_cli(seed: int, indices: list[int], results: Path, baseline: list[str]) -> None:
-    """Each case through `python -m logdoctor analyze`, capped at 4 GiB and HANG_S."""
+    """Each case through `python -m logdoctor analyze` as ANALYST, capped at 4 GiB and HANG_S."""
     limit = f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({MEMORY}, {MEMORY}))"
     entry = f"{limit}; import sys; sys.argv[0] = 'logdoctor'; from logdoctor.cli import main; main()"
     with open(results, "a") as out:
         for index in indices:
             where = Path(tempfile.mkdtemp(prefix=f"fuzzcli{index}-"))
             try:
-                what = build_case(index, seed, where)
-                report_path = where / "report.json"
-                cmd = _unprivileged() + [sys.executable, "-c", entry, "analyze", str(where), "-o", str(report_path)]
                 try:
-                    proc = subprocess.run(cmd, capture_output=True, env=_env(), timeout=HANG_S, cwd=where)
-                    text = proc.stdout.decode("utf-8", "surrogateescape") + proc.stderr.decode("utf-8", "surrogateescape")
-                    if proc.returncode < 0:
-                        outcome, detail = ("out of memory" if proc.returncode == -signal.SIGABRT else "signal"), text[-400:]
-                    else:
-                        try:
-                            report = json.loads(report_path.read_text()) if report_path.exists() else None
-                        except ValueError:
-                            report = None
-                        outcome, detail = judge(proc.returncode, text, report, baseline, what)
-                        if outcome == "ok":
-                            problem = documents(what, where, lambda a: subprocess.run(
-                                cmd[: cmd.index("analyze")] + a, capture_output=True, env=_env(), timeout=HANG_S, cwd=where))
-                            outcome, detail = ("bad output", problem) if problem else (outcome, detail)
-                except subprocess.TimeoutExpired:
-                    outcome, detail = "hang", ""
+                    what = build_case(index, seed, where)
+                    hand_over(where)
+                except Exception as exc:  # noqa: BLE001 - the builder's own failure, whatever it is
+                    what, outcome, detail = "", "not built", f"{type(exc).__name__}: {exc}"[:300]
+                else:
+                    outcome, detail = _run_cli_case(entry, where, what, baseline)
             finally:
                 release(where)
             out.write(json.dumps({"index": index, "outcome": outcome, "what": what, "detail": detail}) + "\n")
             out.flush()
+
+
+def _run_cli_case(entry: str, where: Path, what: str, baseline: list[str]) -> tuple[str, str]:
+    report_path = where / "report.json"
+    cmd = as_analyst_command() + [sys.executable, "-c", entry, "analyze", str(where), "-o", str(report_path)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, env=_env(analyst=True), timeout=HANG_S, cwd=where)
+    except subprocess.TimeoutExpired:
+        return "hang", ""
+    text = proc.stdout.decode("utf-8", "surrogateescape") + proc.stderr.decode("utf-8", "surrogateescape")
+    if proc.returncode < 0:
+        return ("out of memory" if proc.returncode == -signal.SIGABRT else "signal"), f"exit {proc.returncode}: {text[-400:]}"
+    try:
+        report = json.loads(report_path.read_text()) if report_path.exists() else None
+    except ValueError:
+        report = None
+    outcome, detail = judge(proc.returncode, text, report, baseline, what)
+    if outcome == "ok":
+        try:
+            problem = documents(what, where, lambda a: subprocess.run(
+                cmd[: cmd.index("analyze")] + a, capture_output=True, env=_env(analyst=True), timeout=HANG_S, cwd=where))
+        except subprocess.TimeoutExpired:
+            return "hang", "drawing the Markdown or HTML report"
+        outcome, detail = ("bad output", problem) if problem else (outcome, detail)
+    return outcome, detail
 
 
 # --------------------------------------------------------------------------- summary
@@ -893,6 +998,24 @@ def tally(results: Path) -> tuple[Counter, list[dict]]:
         if "outcome" in row:
             rows[row["index"]] = row
     return Counter(r["outcome"] for r in rows.values()), [r for r in rows.values() if r["outcome"] != "ok"]
+
+
+def _outcomes(results: Path) -> list[tuple[int, str]]:
+    return [(index, row["outcome"]) for index, row in {r["index"]: r for r in _lines(results, 0) if "outcome" in r}.items()]
+
+
+def _alone(results: Path) -> Path:
+    return results.with_name(results.stem + "-alone.jsonl")
+
+
+def rerun_alone(run, seed: int, results: Path, baseline: list[str]) -> None:
+    """Every case that was not ok run again by itself, each in a fresh worker or process, into
+    `<results>-alone.jsonl`: a failure that needs the long run's state or a loaded machine shows as
+    one that does not reproduce; both counts are reported."""
+    _, failures = tally(results)
+    done = {index for index, _ in _outcomes(_alone(results))} if _alone(results).exists() else set()
+    for index in sorted(r["index"] for r in failures if r["index"] not in done):
+        run(seed, [index], _alone(results), baseline)
 
 
 def main() -> None:
@@ -918,6 +1041,9 @@ def main() -> None:
         print(build_case(args.replay, args.seed, where))
         return
     args.results.mkdir(parents=True, exist_ok=True)
+    if switches_user():
+        ANALYST_HOME.mkdir(exist_ok=True)
+        os.chown(ANALYST_HOME, ANALYST, ANALYST)
     baseline = baseline_codes()
     started = time.monotonic()
 
@@ -926,16 +1052,20 @@ def main() -> None:
 
     if args.inprocess:
         run_inprocess(args.seed, cases(args.start, args.inprocess), args.results / "inprocess.jsonl", baseline)
+        rerun_alone(run_inprocess, args.seed, args.results / "inprocess.jsonl", baseline)
     if args.cli:
         # CLI cases are drawn from their own range, so they are not the in-process ones again
         run_cli(args.seed, cases(1_000_000 + args.start, args.cli), args.results / "cli.jsonl", baseline)
+        rerun_alone(run_cli, args.seed, args.results / "cli.jsonl", baseline)
     for name in ("inprocess", "cli"):
         path = args.results / f"{name}.jsonl"
         if path.exists():
             counts, failures = tally(path)
             print(f"{name}: {sum(counts.values())} cases " + ", ".join(f"{o} {counts[o]}" for o in OUTCOMES if counts[o]))
-            for row in failures[:20]:
-                print(f"  #{row['index']} {row['outcome']}: {row['what']}\n    {row['detail'][-300:]!r}")
+            alone = dict(_outcomes(_alone(path))) if _alone(path).exists() else {}
+            for row in failures[:40]:
+                again = f" (alone: {alone[row['index']]})" if row["index"] in alone else ""
+                print(f"  #{row['index']} {row['outcome']}{again}: {row['what']}\n    {row['detail'][-300:]!r}")
     print(f"{time.monotonic() - started:.0f} s")
 
 
