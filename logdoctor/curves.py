@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .model import Series
-from .rankstats import kendalltau, rolling_median, theil_sen_slope  # numpy: importing scipy.stats/ndimage costs ~1 s
+from .rankstats import kendalltau, median, rolling_median, theil_sen_slope  # numpy: importing scipy.stats/ndimage costs ~1 s
 
 #: Size of the bucketed view every statistic runs on.
 MAX_POINTS = 1024
@@ -77,7 +77,7 @@ def robust_sigma(x: np.ndarray) -> float:
     x = np.asarray(x, dtype=float)
     if len(x) == 0:
         return 0.0
-    return float(MAD_SIGMA * np.median(np.abs(x - np.median(x))))
+    return float(MAD_SIGMA * median(np.abs(x - median(x))))
 
 
 def noise_sigma(values: np.ndarray) -> float:
@@ -102,7 +102,7 @@ def relative_spread(values: np.ndarray) -> float:
     v = v[np.isfinite(v)]
     if not len(v):
         return math.nan
-    return float(np.ptp(v)) / max(abs(float(np.median(v))), 1e-12)
+    return float(np.ptp(v)) / max(abs(float(median(v))), 1e-12)
 
 
 def frozen(values: np.ndarray, min_points: int = 3, max_relative_spread: float = 1e-6) -> bool:
@@ -169,7 +169,7 @@ def level(y: np.ndarray, where: str = "start", frac: float = 0.1, min_points: in
         return float("nan")
     k = int(min(len(y), max(min_points, round(frac * len(y)))))
     part = y[:k] if where == "start" else y[-k:]
-    return float(np.median(part))
+    return float(median(part))
 
 
 # --------------------------------------------------------------------------- bucketed view
@@ -207,10 +207,10 @@ def buckets(steps: np.ndarray, values: np.ndarray, max_points: int = MAX_POINTS)
     first, last = [parts_s[0][:, 0]], [parts_s[0][:, -1]]
     if full < n:
         rv, rs = v[full:], s[full:]
-        med.append([np.median(rv)])
+        med.append([median(rv)])
         lo.append([rv.min()])
         hi.append([rv.max()])
-        st.append([np.median(rs)])
+        st.append([median(rs)])
         first.append([rs[0]])
         last.append([rs[-1]])
     return Buckets(
@@ -607,7 +607,7 @@ def _edge_points(n: int) -> int:
 
 def _start_level(y: np.ndarray) -> float:
     """Where a curve starts: the median of its first few points (`_edge_points`)."""
-    return float(np.median(y[: _edge_points(len(y))]))
+    return float(median(y[: _edge_points(len(y))]))
 
 
 def end_level(y: np.ndarray) -> float:
@@ -616,7 +616,7 @@ def end_level(y: np.ndarray) -> float:
     A curve still moving when the run stops is read at its edge; the rolling
     median there (`Curve.end`) stands about a quarter window back.
     """
-    return float(np.median(y[-_edge_points(len(y)) :]))
+    return float(median(y[-_edge_points(len(y)) :]))
 
 
 def sigmoid(x: float) -> float:
@@ -656,7 +656,7 @@ def window_levels(series: Series, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     steps, values = series.steps[ok], series.values[ok]
     starts = np.searchsorted(steps, lo, side="left")
     stops = np.searchsorted(steps, hi, side="right")
-    return np.array([float(np.median(values[a:b])) if b > a else math.nan for a, b in zip(starts, stops)], dtype=float)
+    return np.array([float(median(values[a:b])) if b > a else math.nan for a, b in zip(starts, stops)], dtype=float)
 
 
 def settle_index(values: np.ndarray, tol: float, negligible: float | None = None) -> int | None:

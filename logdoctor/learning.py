@@ -225,7 +225,7 @@ def _judge_adversarial(view: RunView) -> Learning:
     if gen is None or disc is None or g is None or d is None:
         return Learning(None, "adversarial losses hover by design")
     # the generator's loss at initialisation: the discriminator wins within the opening steps
-    g_init = float(np.median(gen.values[gen.finite][:3]))
+    g_init = float(curves.median(gen.values[gen.finite][:3]))
     rose = g.end - g_init > max(LEVEL_Z * g.error, GENERATOR_RISE * abs(g_init))
     if rose and 0 <= d.end * GENERATOR_OVER_DISCRIMINATOR <= g.end:
         evidence = {"loss_start": g_init, "loss_end": g.end, "change_noise": LEVEL_Z * g.error, "discriminator_end": d.end, "claim": "rose"}
@@ -260,12 +260,12 @@ def _levels(series: Series | None, min_points: int = 3) -> _Levels | None:
     # three at least on ten points or more (one noisy first batch is no level), the end from the
     # closing tenth
     k_start, k_end = min(20, max(1 if n < 10 else 3, round(0.03 * n))), max(1, round(0.1 * n))
-    start, end = float(np.median(y[:k_start])), float(np.median(y[-k_end:]))
+    start, end = float(curves.median(y[:k_start])), float(curves.median(y[-k_end:]))
     if y[0] != 0 and np.sign(y[0]) == np.sign(start):
         # a loss that jumps up from its first value at once (an LR far too high) started there
         start = min(start, float(y[0]))
     sigma = max(curves.noise_sigma(y), curves.quantum(y) / 2)
-    level = max(abs(float(np.median(y))), curves.TINY)
+    level = max(abs(float(curves.median(y))), curves.TINY)
     # a change below a small share of the level is float rounding, never learning
     error = max(sigma * math.sqrt(1.0 / k_start + 1.0 / k_end), RESOLUTION * level)
     return _Levels(start, end, error, sigma / level, n, int(steps[0]), int(steps[-1]))
@@ -471,7 +471,7 @@ def _still_falling(series: Series) -> bool:
         return False
     middle, last = y[third : 2 * third], y[2 * third :]
     error = max(curves.noise_sigma(y), 1e-12) * math.sqrt(1 / len(middle) + 1 / len(last))
-    return float(np.median(middle) - np.median(last)) > 3 * error
+    return float(curves.median(middle) - curves.median(last)) > 3 * error
 
 
 def _fell_over(train: Series | None, span: np.ndarray) -> bool:
@@ -485,7 +485,7 @@ def _fell_over(train: Series | None, span: np.ndarray) -> bool:
         return False
     k = max(1, min(len(before), len(after), round(0.05 * len(y))))
     error = max(curves.noise_sigma(y), 1e-12) * math.sqrt(2.0 / k)
-    return float(np.median(before[-k:]) - np.median(after[-k:])) > LEVEL_Z * error
+    return float(curves.median(before[-k:]) - curves.median(after[-k:])) > LEVEL_Z * error
 
 
 def _validation_never_improved(view: RunView) -> Learning | None:

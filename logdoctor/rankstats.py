@@ -81,6 +81,21 @@ def _exact_p(n: int, concordant: int) -> float:
     return float(np.clip(prob, 0, 1))
 
 
+def median(values: np.ndarray) -> float:
+    """`np.median` of a 1-D array, to the bit (NaN when any value is NaN or there is none), without
+    its per-call overhead: rules take medians of a few points dozens of times per run, where
+    np.median's checks cost ~35 us a call, 3.5 ms of a 20 ms audit of one run."""
+    a = np.asarray(values, dtype=float)
+    n = a.size
+    if n == 0:
+        return math.nan
+    half = n // 2
+    part = np.partition(a, [half - 1, half, -1] if n % 2 == 0 else [half, -1])
+    if part[-1] != part[-1]:  # NaN sorts last
+        return math.nan
+    return float(part[half]) if n % 2 else float((part[half - 1] + part[half]) / 2)
+
+
 def theil_sen_slope(x: np.ndarray, y: np.ndarray) -> float:
     """Median of the slopes between every pair of points with distinct x; nan when all x are equal."""
     x = np.asarray(x, dtype=float)
@@ -91,7 +106,7 @@ def theil_sen_slope(x: np.ndarray, y: np.ndarray) -> float:
     slopes = dy[up] / dx[up]
     if not slopes.size:
         return math.nan
-    return float(np.median(slopes))  # a partition: sorting first cost 4x as much
+    return median(slopes)  # a partition: sorting first cost 4x as much
 
 
 def rolling_median(y: np.ndarray, window: int) -> np.ndarray:

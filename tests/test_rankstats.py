@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+import warnings
 import sys
 
 import numpy as np
@@ -71,3 +72,18 @@ def test_analyze_path_does_not_import_scipy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_median_is_numpys_median_to_the_bit_nan_and_empty_included():
+    rng = np.random.default_rng(11)
+    for trial in range(3000):
+        values = rng.normal(0, 1, int(rng.integers(0, 30)))
+        if trial % 3 == 0:
+            values = np.round(values, 1)  # ties
+        if trial % 5 == 0 and len(values):
+            values[rng.integers(0, len(values))] = (np.nan, np.inf, -np.inf)[trial % 3]
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy warns on an empty median
+            want = float(np.median(values))
+        got = rankstats.median(values)
+        assert got == want or (math.isnan(got) and math.isnan(want))

@@ -91,7 +91,7 @@ class ClipSaturation(Rule):
         if not above.any():
             # everything at or below the threshold: maybe the logged norm is the post-clip one
             return self._ceiling(grad, steps, norms, threshold, key)
-        fraction, ratio = float(above.mean()), float(np.median(norms) / threshold)
+        fraction, ratio = float(above.mean()), float(curves.median(norms) / threshold)
         if fraction < self.params["min_fraction_clipped"] or ratio < self.params["min_median_ratio"]:
             return []
         min_frac = self.params["min_fraction_clipped"]
@@ -99,7 +99,7 @@ class ClipSaturation(Rule):
             1.0, np.log10(ratio) / np.log10(10 * self.params["min_median_ratio"])
         )
         title = f"gradient norm above the clip threshold {fmt_num(threshold)} on {percent(fraction)} of steps (median {fmt_num(ratio)}×)"
-        evidence = {"clip_threshold": threshold, "threshold_key": key, "fraction_clipped": fraction, "median_norm": float(np.median(norms)), "median_ratio": ratio}
+        evidence = {"clip_threshold": threshold, "threshold_key": key, "fraction_clipped": fraction, "median_norm": float(curves.median(norms)), "median_ratio": ratio}
         return [self._clipped(view, grad, steps, title, confidence, evidence)]
 
     def _logged_share(self, view: RunView, grad: Series, steps, norms) -> list[Finding]:
@@ -113,11 +113,11 @@ class ClipSaturation(Rule):
         if len(y) < self.params["min_shares"] or np.min(y) < 0 or np.max(y) > 100:
             return []
         y = y / 100 if np.max(y) > 1 else y
-        fraction = float(np.median(y))
+        fraction = float(curves.median(y))
         if fraction < self.params["min_fraction_clipped"]:
             return []
-        title = f"gradient clipping is active on {percent(fraction)} of logged updates ({share.name}), the gradient norm at {fmt_num(float(np.median(norms)))}"
-        evidence = {"threshold_from": f"the logged clipped share ({share.name})", "fraction_clipped": fraction, "median_norm": float(np.median(norms))}
+        title = f"gradient clipping is active on {percent(fraction)} of logged updates ({share.name}), the gradient norm at {fmt_num(float(curves.median(norms)))}"
+        evidence = {"threshold_from": f"the logged clipped share ({share.name})", "fraction_clipped": fraction, "median_norm": float(curves.median(norms))}
         return [self._clipped(view, grad, steps, title, 0.55 + 0.3 * min(1.0, len(y) / 20), evidence)]
 
     def _clipped(self, view: RunView, grad: Series, steps, title: str, confidence: float, evidence: dict[str, Any]) -> Finding:

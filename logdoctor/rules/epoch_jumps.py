@@ -90,7 +90,7 @@ class EpochJumps(Rule):
             return self._staircase(series, steps, y, starts)
         if len(starts) < self.params["min_epochs"] - 1:
             return []
-        period = int(np.median(np.diff(starts))) if len(starts) > 1 else int(starts[0])
+        period = int(curves.median(np.diff(starts))) if len(starts) > 1 else int(starts[0])
         if period < self.params["min_points_per_epoch"]:
             return []
         # epoch index and phase in [0, 1) of every point inside a complete epoch
@@ -170,8 +170,8 @@ class EpochJumps(Rule):
         if len(starts) < 2 or np.min(np.diff(edges)) < p["min_points_per_epoch"]:
             return []
         k = [max(2, int(p["staircase_edge"] * (b - a))) for a, b in zip(edges[:-1], edges[1:])]
-        head = [float(np.median(y[a : a + n])) for a, n in zip(edges[:-1], k)]
-        tail = [float(np.median(y[b - n : b])) for b, n in zip(edges[1:], k)]
+        head = [float(curves.median(y[a : a + n])) for a, n in zip(edges[:-1], k)]
+        tail = [float(curves.median(y[b - n : b])) for b, n in zip(edges[1:], k)]
         noise = max(curves.noise_sigma(y), curves.quantum(y))
         drops = [tail[i] - head[i + 1] for i in range(len(starts))]
         drifts = [abs(head[i] - tail[i]) for i in range(1, len(head))]
@@ -248,7 +248,7 @@ def _profile(bins: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     starts = stops - counts
     out = np.zeros(n)
     for i in np.flatnonzero(stops > starts):
-        out[i] = np.median(v[starts[i] : stops[i]])
+        out[i] = curves.median(v[starts[i] : stops[i]])
     return out
 
 
@@ -272,5 +272,5 @@ def _running_mean(y: np.ndarray, idx: np.ndarray, epoch: np.ndarray, phase: np.n
     early, late = moves[at < 0.15], moves[at >= 0.5]
     if len(early) < 3 or len(late) < 3:
         return False
-    first = np.median(early)
-    return bool(first > 0 and np.median(late) / first < ratio)
+    first = curves.median(early)
+    return bool(first > 0 and curves.median(late) / first < ratio)

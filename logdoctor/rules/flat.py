@@ -187,7 +187,7 @@ class Flat(Rule):
         tail = len(y) - start
         if tail < self.params["min_frozen_tail_points"] or tail / len(y) < self.params["min_frozen_tail_share"]:
             return []
-        level, first = float(np.median(y[start:])), float(y[0])
+        level, first = float(curves.median(y[start:])), float(y[0])
         if abs(level) < self.params["min_frozen_level"] * max(abs(first), curves.TINY):
             return []  # frozen at (next to) zero: fitted, not stuck
         share = tail / len(y)

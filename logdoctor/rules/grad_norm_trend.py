@@ -75,7 +75,7 @@ class GradNormTrend(Rule):
         late_mask = steps >= last - self.params["late_window"] * span
         if early_mask.sum() < 3 or late_mask.sum() < 3:
             return []
-        early, late = float(np.median(logs[early_mask])), float(np.median(logs[late_mask]))
+        early, late = float(curves.median(logs[early_mask])), float(curves.median(logs[late_mask]))
         trend = curves.trend(steps[body], logs[body])
         if trend.p_value > self.params["max_trend_p"]:
             return []
@@ -85,7 +85,7 @@ class GradNormTrend(Rule):
             blocks = max(2, round((last - start) / (self.params["late_window"] * span)))
             edges = np.linspace(start, last, blocks + 1)
             masks = [(steps >= a) & (steps <= b) for a, b in zip(edges[:-1], edges[1:])]
-            levels = [float(np.median(logs[m])) for m in masks if m.any()]
+            levels = [float(curves.median(logs[m])) for m in masks if m.any()]
             if max(levels) - levels[-1] <= self.params["max_below_peak_decades"]:
                 return [self._found(grad, "Exploding", change, trend, early, late, (int(start), int(last)))]
         if -change >= self.params["min_decades_vanish"] and trend.tau < 0 and self._loss_stuck(view.series("train_loss")):
@@ -98,7 +98,7 @@ class GradNormTrend(Rule):
         if c is None:
             return False
         scale = max(abs(c.start), 1e-12)
-        late_start = float(np.median(c.smooth[int(len(c.smooth) * 2 / 3):][:3]))
+        late_start = float(curves.median(c.smooth[int(len(c.smooth) * 2 / 3):][:3]))
         overall = (c.start - c.end) / scale
         lately = (late_start - c.end) / scale
         return overall < self.params["max_loss_progress"] and lately < self.params["max_late_loss_progress"]

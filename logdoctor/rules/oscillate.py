@@ -133,7 +133,7 @@ class Oscillate(Rule):
         follow = float(np.sum(leaps[1:] & leaps[:-1]) / max(np.sum(leaps[:-1]), 1))
         lift = follow / rate if rate > 0 else 0.0
         # the typical leap in robust sigmas of the point noise
-        height = float(np.median(excursions[leaps])) * progress / max(c.noise, curves.TINY) if rate > 0 else 0.0
+        height = float(curves.median(excursions[leaps])) * progress / max(c.noise, curves.TINY) if rate > 0 else 0.0
         noise = curves.robust_sigma(raw[tail] - base) / progress
         rebound = (c.end - c.best) / progress
         p = self.params

@@ -127,7 +127,7 @@ class Overfit(Rule):
         # echoes its high neighbours and would hide the rise
         best = float(smooth[i])
         tail = min(after + 1, max(3, after // 3))
-        end = float(np.median(raw[-tail:]))
+        end = float(curves.median(raw[-tail:]))
         rise = end - best
         noise = _scatter(raw, i_min)
         rel = rise / max(abs(best), 1e-12)
@@ -150,7 +150,7 @@ class Overfit(Rule):
             return []
         # training must keep improving over the same steps (otherwise it is divergence, not overfitting)
         at = curves.on_axis_of(steps, train)
-        width = max(float(np.median(np.diff(at))), 1.0)
+        width = max(float(curves.median(np.diff(at))), 1.0)
         train_at_min = curves.window_level(train, at[i_min] - width, at[i_min] + width)
         train_end = curves.window_level(train, at[-1] - 2 * width, at[-1])
         if not (np.isfinite(train_at_min) and np.isfinite(train_end)):
@@ -227,7 +227,7 @@ class Overfit(Rule):
         held = bool(np.all(y[i_min + 1 :] > best))
         at = curves.on_axis_of(steps, train)
         # the training loss over each evaluation's own interval (half the gap either side; its own step at least)
-        width = max(float(np.median(np.diff(at))) / 2 - 0.5, 0.0)
+        width = max(float(curves.median(np.diff(at))) / 2 - 0.5, 0.0)
         train_at = np.array([curves.window_level(train, a - width, a + width) for a in at])
         if not np.all(np.isfinite(train_at)) or not np.all(np.diff(train_at[i_min:]) < 0):
             return []

@@ -86,13 +86,13 @@ class ValMetricConstant(Rule):
             return None
         ok = np.isfinite(val.values)
         steps, values = val.steps[ok], val.values[ok]
-        centre = float(np.median(values))
+        centre = float(curves.median(values))
         spread = float(np.ptp(values))
         if role == "val_acc" and centre in _PERFECT:
             return None
         # training must move over the same steps
         if steps.tobytes() not in levels_at:  # per-class scores logged together share their evaluations
-            width = max(float(np.median(np.diff(steps))) / 2, 1.0)
+            width = max(float(curves.median(np.diff(steps))) / 2, 1.0)
             levels_at[steps.tobytes()] = curves.window_levels(train, steps - width, steps + width)
         levels = levels_at[steps.tobytes()]
         train_first, train_last = float(levels[0]), float(levels[-1])
