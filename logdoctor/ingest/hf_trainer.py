@@ -31,6 +31,7 @@ _TB_DIR = "runs"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 #: Keys of `log_history` entries that are not metrics.
 _NOT_METRICS = {"step", "total_flos"}
+_NUMBER = (int, float)
 #: Top-level keys of the state that describe the training setup.
 _SETUP_KEYS = ("train_batch_size", "num_train_epochs", "max_steps", "logging_steps", "eval_steps", "save_steps")
 
@@ -123,22 +124,23 @@ def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float], in
     step: list[int] = []
     value: list[float] = []
     summary: dict[str, float] = {}
-    for entry in log_history:
-        at = _step(entry.get("step")) if isinstance(entry, dict) else None
-        if at is None:
+    for entry in log_history:  # parsed JSON: a number is exactly an int or a float (a bool is neither)
+        if type(entry) is not dict:
             continue
+        at = entry.get("step")
+        if type(at) is not int or not -(2**63) <= at < 2**63:
+            at = _step(at)
+            if at is None:
+                continue
         if len(entry) > MAX_WIDTH:
             refused += 1
             continue
-        numbers = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         if _is_summary(entry):
-            summary.update({k: v for k, v in numbers.items() if k.startswith("train_")})
+            summary.update({k: float(v) for k, v in entry.items() if type(v) in _NUMBER and k.startswith("train_")})
             continue
-        for key, v in numbers.items():
-            if key in _NOT_METRICS:
-                continue
-            metric.append(key)
-            step.append(at)
-            value.append(v)
+        keys = [k for k, v in entry.items() if type(v) in _NUMBER and k not in _NOT_METRICS]
+        metric.extend(keys)
+        step.extend([at] * len(keys))
+        value.extend([float(entry[k]) for k in keys])
     frame = pl.DataFrame({"metric": metric, "step": step, "value": value}, schema={"metric": pl.Utf8, "step": pl.Int64, "value": pl.Float64})
     return tidy(frame), summary, refused
