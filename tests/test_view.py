@@ -33,3 +33,14 @@ def test_a_metric_in_one_stretch_is_a_view_of_the_table_and_reads_as_when_interl
     assert not together._rows("lr")[1].flags.owndata  # no copy of the table's values
     assert step_report(together) == step_report(mixed)
     assert step_report(together)["loss"]["backwards"] == 1
+
+
+def test_row_codes_of_a_categorical_table_are_its_names_first_appearance_order():
+    rng = np.random.default_rng(2)
+    pl.Series(["unrelated", "names"], dtype=pl.String).cast(pl.Categorical)  # other codes already in the process
+    for size in (0, 1, 7, 500):
+        rows = rng.choice(np.array(["loss", "lr", "val/loss", None], dtype=object), size)
+        metric = pl.Series("metric", rows, dtype=pl.String).cast(pl.Categorical)
+        names = metric.unique(maintain_order=True).drop_nulls().to_list()
+        want = metric.cast(pl.Enum(names)).to_physical().fill_null(len(names)).to_numpy()
+        assert view_module._codes(metric, names).tolist() == want.tolist()
