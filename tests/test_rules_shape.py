@@ -801,3 +801,24 @@ def test_validation_swings_are_counted_as_the_point_by_point_definition_counts_t
         decades = float(rng.choice([0.3, 0.6, 1.0]))
         monkeypatch.setattr(oscillate, "_BLOCK", int(rng.integers(1, 20)))  # blocks end anywhere
         assert oscillate._decade_reversals(y, decades) == _decade_reversals_point_by_point(y, decades)
+
+
+def test_lr_round_trips_count_as_the_point_by_point_walk_counts_them():
+    from logdoctor.rules.lr_schedule_mismatch import _round_trips
+
+    def walk(values, low, high):  # the definition: a high point counts once a low one came before it
+        trips, was_low = 0, False
+        for v in values:
+            if v <= low:
+                was_low = True
+            elif v >= high and was_low:
+                trips, was_low = trips + 1, False
+        return trips
+
+    rng = np.random.default_rng(8)
+    for trial in range(2000):
+        values = rng.normal(0, 1, int(rng.integers(0, 60)))
+        if trial % 4 == 0 and len(values):
+            values[rng.integers(0, len(values))] = np.nan
+        low, high = sorted(rng.normal(0, 1, 2)) if trial % 7 else (0.5, -0.5)  # overlapping bands too
+        assert _round_trips(values, low, high) == walk(values, low, high)

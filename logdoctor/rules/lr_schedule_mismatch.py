@@ -231,14 +231,11 @@ class LrScheduleMismatch(Rule):
 
 
 def _round_trips(values: np.ndarray, low: float, high: float) -> int:
-    """How often the series comes back above `high` after having been below `low`."""
-    trips, was_low = 0, False
-    for v in values:
-        if v <= low:
-            was_low = True
-        elif v >= high and was_low:
-            trips, was_low = trips + 1, False
-    return trips
+    """How often the series comes back above `high` after having been below `low`: of the points
+    at either extreme (at or below `low` counting as low), the high ones right after a low one."""
+    low_at, high_at = values <= low, values >= high
+    kind = low_at[low_at | high_at]  # True: low, False: high
+    return int(np.count_nonzero(kind[:-1] & ~kind[1:]))
 
 
 def _improving_before(loss: Series, step: float, width: float, noise: float) -> bool:
