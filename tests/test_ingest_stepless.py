@@ -3,8 +3,11 @@ instead of collapsing to one point."""
 from __future__ import annotations
 
 
+import numpy as np
+import polars as pl
 import pytest
 
+from logdoctor.model import tidy
 from logdoctor.view import RunView
 
 pytest.importorskip("torch.utils.tensorboard")
@@ -48,3 +51,23 @@ def test_a_restart_that_relogs_one_step_is_not_stepless(tmp_path):
     run = only_run(tmp_path)
     assert list(RunView(run).metric("loss").steps) == list(range(10))
     assert not any("without a step" in n for n in run.notes)
+
+
+def test_the_linear_precheck_never_hides_a_stepless_metric(monkeypatch):
+    from logdoctor.ingest import stepless
+
+    rng = np.random.default_rng(4)
+    for trial in range(300):
+        rows = []
+        for name in ("loss", "lr", "acc")[: int(rng.integers(1, 4))]:
+            n = int(rng.integers(1, 40))
+            shared = rng.random(n) < rng.choice([0.5, 0.85, 0.9, 0.95, 1.0])  # points at the one shared step
+            steps = np.where(shared, 0, rng.integers(1, 10**6, n))
+            rows += [(name, int(s)) for s in steps]
+        order = rng.permutation(len(rows)) if trial % 2 else np.arange(len(rows))  # interleaved or in blocks
+        frame = tidy(pl.DataFrame({"metric": [rows[i][0] for i in order], "step": [rows[i][1] for i in order],
+                                   "value": np.zeros(len(rows))}))
+        found = stepless.stepless_metrics(frame)
+        monkeypatch.setattr(stepless, "_may_share_steps", lambda scalars: True)
+        assert found == stepless.stepless_metrics(frame)
+        monkeypatch.undo()
