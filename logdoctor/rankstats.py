@@ -13,6 +13,7 @@ bucket long series down first; the rolling median is O(n * window).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -23,9 +24,15 @@ _EXACT_MAX_N = 33
 _MEDIAN_CHUNK_CELLS = 1 << 20
 
 
-def _pair_signs(v: np.ndarray) -> np.ndarray:
-    """sign(v[j] - v[i]) for every ordered pair (i, j): each unordered pair appears twice."""
-    return np.sign(v[np.newaxis, :] - v[:, np.newaxis])
+@lru_cache(maxsize=8)
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(i, j) of every pair i < j of n points, cached: trend tests run on the same few lengths."""
+    i, j = np.triu_indices(n, 1)
+    return i.astype(np.intp), j.astype(np.intp)
+
+
+def _increasing(v: np.ndarray) -> bool:
+    return bool(np.all(v[1:] > v[:-1]))
 
 
 def _tie_sums(v: np.ndarray) -> tuple[int, int, int]:
@@ -42,15 +49,17 @@ def kendalltau(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     n = len(x)
     if n < 2:
         return math.nan, math.nan
-    agree = _pair_signs(x) * _pair_signs(y)  # +1 concordant, -1 discordant, 0 tied
-    s = int(agree.sum()) // 2  # concordant minus discordant pairs
+    i, j = _pairs(n)
+    increasing = _increasing(x)  # steps: every pair of x in order, no x ties
+    agree = np.sign(y[j] - y[i]) if increasing else np.sign(x[j] - x[i]) * np.sign(y[j] - y[i])  # +1 concordant, -1 discordant, 0 tied
+    s = int(agree.sum())  # concordant minus discordant pairs
     tot = n * (n - 1) // 2
-    xtie, x0, x1 = _tie_sums(x)
+    xtie, x0, x1 = (0, 0, 0) if increasing else _tie_sums(x)
     ytie, y0, y1 = _tie_sums(y)
     if xtie == tot or ytie == tot:
         return math.nan, math.nan
     tau = min(1.0, max(-1.0, float(s / np.sqrt(tot - xtie) / np.sqrt(tot - ytie))))
-    discordant = int(np.count_nonzero(agree < 0)) // 2
+    discordant = int(np.count_nonzero(agree < 0))
     if xtie == 0 and ytie == 0 and (n <= _EXACT_MAX_N or min(discordant, tot - discordant) <= 1):
         return tau, _exact_p(n, tot - discordant)
     m = n * (n - 1.0)
@@ -100,10 +109,12 @@ def theil_sen_slope(x: np.ndarray, y: np.ndarray) -> float:
     """Median of the slopes between every pair of points with distinct x; nan when all x are equal."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
-    dx = x[:, np.newaxis] - x
-    dy = y[:, np.newaxis] - y
-    up = dx > 0
-    slopes = dy[up] / dx[up]
+    i, j = _pairs(len(x))
+    dx, dy = x[j] - x[i], y[j] - y[i]  # each pair once: (-a) / (-b) is a / b to the bit
+    if not _increasing(x):
+        apart = (dx > 0) | (dx < 0)
+        dx, dy = dx[apart], dy[apart]
+    slopes = dy / dx
     if not slopes.size:
         return math.nan
     return median(slopes)  # a partition: sorting first cost 4x as much
