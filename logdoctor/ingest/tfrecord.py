@@ -31,7 +31,7 @@ that keep two damaged records from cancelling out), so an intact block costs one
 subset instead of one per record; a group that fails, and records too long or too few of their
 length, get their own CRCs, computed vectorised (a record's CRC is an XOR of per-position table
 lookups: ~0.13 us per record against ~0.16 us per call into the C `crc32c` package; 800k records:
-reading 338-435 -> 262-319 ms with the groups). Records over 1 KiB and the reference path use
+reading 327-425 -> 251-318 ms with the groups). Records over 1 KiB and the reference path use
 the C package; without it they fall back to plain Python tables (slow, same results).
 """
 from __future__ import annotations
