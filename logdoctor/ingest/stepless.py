@@ -48,7 +48,8 @@ def _may_share_steps(scalars: pl.DataFrame) -> bool:
     points in file order, so at least (2 s - 1) n - 1 of its points repeat the step of its point
     before. A run logged with steps repeats none (3-4 ms of grouping saved on every small run)."""
     metric = scalars.get_column("metric")
-    code = (metric if metric.dtype == pl.Categorical else metric.cast(pl.Categorical)).to_physical().fill_null(0).to_numpy()
+    physical = (metric if metric.dtype == pl.Categorical else metric.cast(pl.Categorical)).to_physical()
+    code = physical.fill_null(int(physical.max() or 0) + 1).to_numpy()  # rows without a name: a group of their own
     if len(code) and int(code.max()) >= 1 << 20:  # codes of a process that has seen many names: made dense
         code = np.unique(code, return_inverse=True)[1]
     step = scalars.get_column("step").to_numpy()
