@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Iterable
+from functools import lru_cache
 
 import numpy as np
 
@@ -105,8 +106,17 @@ _EXTRA_LOSS_PARTS = {"step", "epoch", "epochs", "mean", "avg", "average", "total
 
 def tokens(name: str) -> list[str]:
     """Lower-case tokens of a metric name: splits on separators and camelCase."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
-    return [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+    return list(_tokens(name))
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
+
+
+@lru_cache(maxsize=4096)
+def _tokens(name: str) -> tuple[str, ...]:
+    """`tokens`, remembered: roles and rules ask for the same few names' tokens ~100 times a run."""
+    return tuple(t for t in _SEPARATORS.split(_CAMEL.sub(" ", name).lower()) if t)
 
 
 def _vocabulary(name: str, toks: list[str]) -> set[str]:
