@@ -80,9 +80,11 @@ def _explains(rule, cause: Finding, symptom: Finding) -> bool:
     return True
 
 
-def diagnose_run(run: Run, config: Config, rules: list | None = None) -> RunDiagnosis:
-    """Roles + every enabled rule on one run; a failing rule becomes a warning line, not a crash."""
-    view = RunView(run, config.roles)
+def diagnose_run(run: Run, config: Config, rules: list | None = None, view: RunView | None = None) -> RunDiagnosis:
+    """Roles + every enabled rule on one run; a failing rule becomes a warning line, not a crash.
+    `view`: the run's RunView when the caller reads the run's arrays too (the audit), built here
+    otherwise."""
+    view = view or RunView(run, config.roles)
     findings: list[Finding] = []
     for rule in rules if rules is not None else build_rules(config):
         try:

@@ -52,8 +52,9 @@ class RunView:
     def counts(self) -> dict[str, int]:
         return self._index[0]
 
-    def _rows(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """One metric's steps and values in the order they were logged, or None if absent."""
+    def logged(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """One metric's steps and values in the order they were logged, or None if absent (unsorted,
+        duplicates kept: what `metric` normalises, and what "the last value logged" is read from)."""
         counts, stretches, codes = self._index
         if name not in counts:
             return None
@@ -100,7 +101,7 @@ class RunView:
         """One metric as a Series (sorted, one value per step), or None if absent/empty."""
         if name in self._cache:
             return self._cache[name]
-        rows = self._rows(name)
+        rows = self.logged(name)
         if rows is None or len(rows[0]) == 0:
             return None
         series = _normalise(name, rows[0], rows[1].astype(np.float64, copy=False))
@@ -189,7 +190,7 @@ def step_report(view: RunView) -> dict[str, dict[str, int]]:
     """Per metric: points, unique steps, duplicates and backwards jumps (for `inspect`)."""
     out = {}
     for name in view.counts:
-        steps = view._rows(name)[0]
+        steps = view.logged(name)[0]
         back = int(np.sum(np.diff(steps) < 0)) if len(steps) > 1 else 0
         series = view.metric(name)
         out[name] = {

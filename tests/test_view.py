@@ -30,7 +30,7 @@ def test_a_metric_in_one_stretch_is_a_view_of_the_table_and_reads_as_when_interl
         a, b = together.metric(name), mixed.metric(name)
         assert np.array_equal(a.steps, b.steps) and np.array_equal(a.values, b.values) and a.duplicates == b.duplicates
     assert together.metric("loss").duplicates == 2 and together.metric("loss").values[5] == 9.0
-    assert not together._rows("lr")[1].flags.owndata  # no copy of the table's values
+    assert not together.logged("lr")[1].flags.owndata  # no copy of the table's values
     assert step_report(together) == step_report(mixed)
     assert step_report(together)["loss"]["backwards"] == 1
 

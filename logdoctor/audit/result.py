@@ -12,13 +12,14 @@ it pickles cheaply and round-trips through the JSON cache unchanged.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from ..model import Finding, Run, RunDiagnosis, tidy
+from ..view import RunView
 
 #: Statistics kept per run for the audit table (None when the run does not log the role).
 STAT_KEYS = ("train_loss_final", "train_loss_best", "val_loss_final", "val_loss_best", "steps")
@@ -44,8 +45,9 @@ class RunResult:
     curves: dict[str, dict[str, list]] = field(default_factory=dict)
 
     @classmethod
-    def from_diagnosis(cls, rd: RunDiagnosis) -> "RunResult":
-        losses = loss_arrays(rd.run, rd.roles)
+    def from_diagnosis(cls, rd: RunDiagnosis, view: RunView) -> "RunResult":
+        """The result of a diagnosis; `view` is the RunView it was made with (its loss arrays)."""
+        losses = loss_arrays(view, rd.roles)
         return cls(
             run=rd.run.name,
             path=rd.run.path,
@@ -72,7 +74,9 @@ class RunResult:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields as a dict for JSON, sharing their values: `asdict` deep-copied every number of
+        the curves and findings (8.4 M objects for 10,000 runs: 51 s of the audit's main process)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunResult":
@@ -134,16 +138,15 @@ def loss_stats(run: Run, losses: dict[str, tuple[np.ndarray | None, np.ndarray |
     return out
 
 
-def loss_arrays(run: Run, roles: dict[str, str]) -> dict[str, tuple[np.ndarray | None, np.ndarray | None]]:
+def loss_arrays(view: RunView, roles: dict[str, str]) -> dict[str, tuple[np.ndarray | None, np.ndarray | None]]:
     """The train and validation loss as (steps, values) in logged order, (None, None) for a role the run
-    does not log. Read straight off the tidy table with the roles the diagnosis already assigned (no
-    second RunView: indexing the table again costs more than this)."""
+    does not log. Read through the diagnosis's own RunView with the roles it assigned (its index of
+    the table is built already: filtering the table again cost two scans a run)."""
     out: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
-    scalars = run.scalars
     for role in ("train_loss", "val_loss"):
         name = roles.get(role)
-        part = scalars.filter(pl.col("metric") == name) if name and not scalars.is_empty() else None
-        out[role] = (None, None) if part is None or part.is_empty() else (part.get_column("step").to_numpy(), part.get_column("value").to_numpy())
+        rows = view.logged(name) if name else None
+        out[role] = (None, None) if rows is None or not len(rows[0]) else rows
     return out
 
 

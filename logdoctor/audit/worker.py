@@ -54,10 +54,15 @@ def _rules(config):
 
 def _diagnose(runs, config) -> list:
     from ..diagnose import diagnose_run
+    from ..view import RunView
     from .result import RunResult
 
     rules = _rules(config)
-    return [RunResult.from_diagnosis(diagnose_run(run, config, rules)) for run in runs]
+    results = []
+    for run in runs:  # one view per run: the diagnosis and the result's loss curves read the same index
+        view = RunView(run, config.roles)
+        results.append(RunResult.from_diagnosis(diagnose_run(run, config, rules, view), view))
+    return results
 
 
 def _run_local(task: Task, config) -> TaskOutput:
