@@ -290,13 +290,23 @@ def test_every_bundled_runs_card_draws_without_a_script_error(tmp_path):
     assert seen["offAxis"] == []  # the clip threshold 0.01 under norms of ~1 was off the axis, in the legend only
 
 
-#: Compare runs: untick all but the last run, switch the metric away and back, report which runs stay ticked.
-COMPARE_PROBE = """<script>
+def compare_probe(body: str) -> str:
+    """A probe that opens "Compare runs" once the page has loaded, then runs `body` (JavaScript that
+    ends by writing its findings into a <pre id="probe">), script errors collected in window.__errors."""
+    return """<script>
 window.__errors = [];
 window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
 window.addEventListener("load", function () {
   document.querySelector("#compare details").open = true;
   setTimeout(function () {
+""" + body + """
+  }, 50);
+});
+</script>"""
+
+
+#: Compare runs: untick all but the last run, switch the metric away and back, report which runs stay ticked.
+COMPARE_PROBE = compare_probe("""
     var picker = document.querySelector("#compare select"), run = JSON.parse(document.getElementById("runs-index").textContent)
       .find(function (r) { return r.keys.length >= 2; });
     var labels = function () { return Array.from(document.querySelectorAll("#compare .runlist label")); };
@@ -310,9 +320,7 @@ window.addEventListener("load", function () {
     pick(run.keys[0]); seen.back = names();
     seen.errors = window.__errors;
     var out = document.createElement("pre"); out.id = "probe"; out.textContent = JSON.stringify(seen); document.body.appendChild(out);
-  }, 50);
-});
-</script>"""
+""")
 
 
 def test_compare_keeps_the_ticked_runs_when_the_metric_changes(tmp_path):
@@ -324,12 +332,7 @@ def test_compare_keeps_the_ticked_runs_when_the_metric_changes(tmp_path):
 
 
 #: Compare runs along the time since each run's start.
-TIME_PROBE = """<script>
-window.__errors = [];
-window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
-window.addEventListener("load", function () {
-  document.querySelector("#compare details").open = true;
-  setTimeout(function () {
+TIME_PROBE = compare_probe("""
     var along = document.querySelectorAll("#compare select")[1];
     along.value = "time"; along.dispatchEvent(new Event("change"));
     setTimeout(function () {
@@ -337,9 +340,7 @@ window.addEventListener("load", function () {
       var seen = { errors: window.__errors, x: [c.scales.x.min, c.scales.x.max], lines: c.series.length, axis: c.axes[0]._values };
       var out = document.createElement("pre"); out.id = "probe"; out.textContent = JSON.stringify(seen); document.body.appendChild(out);
     }, 50);
-  }, 50);
-});
-</script>"""
+""")
 
 
 def test_compare_runs_along_the_time_since_their_start(tmp_path):
