@@ -515,7 +515,8 @@ def audit(
     else:
         # --details asks for the findings: with -q, those of the runs with a problem
         style = Style(quiet and not details, verbose, True, config.source, skip_healthy=quiet)
-        _emit(report.diagnosis(), fmt, output, style, extra={"audit": report.to_json()}, sections=sections(report, quiet))
+        drawn = fmt not in (OutputFormat.json, OutputFormat.github)  # these two draw no curve
+        _emit(report.diagnosis(curves=drawn), fmt, output, style, extra={"audit": report.to_json()}, sections=sections(report, quiet))
     raise typer.Exit(exit_code([r.status for r in report.results], fail_on))
 
 

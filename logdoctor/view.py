@@ -35,18 +35,23 @@ class RunView:
         The tidy table is indexed, not split: splitting it copies every row (a 14 M-row console
         log held 830 MB more), while only the handful of metrics the rules read are ever needed.
         Most readers write a metric's rows together, and a metric in one stretch is read as a view
-        of the table's memory, not a copy (the 315 MB console log's four long series: 227 MB)."""
-        metric = self.run.scalars.get_column("metric") if not self.run.scalars.is_empty() else None
-        if metric is None:
+        of the table's memory, not a copy (the 315 MB console log's four long series: 227 MB).
+        Both are found on the metric column's category codes in numpy: polars' own run-length and
+        enum calls cost more than the whole index on the small tables an audit reads by thousands."""
+        if self.run.scalars.is_empty():
             return {}, {}, None
-        stretches = _stretches(metric)
+        metric = self.run.scalars.get_column("metric")
+        if metric.dtype != pl.Categorical:
+            metric = metric.cast(pl.Categorical)
+        physical = metric.to_physical()
+        stretches = _stretches(metric, physical)
         if stretches is not None:
             counts = {name: sum(n for _, n in where) for name, where in stretches.items()}
             return counts, stretches, None
-        names = metric.unique(maintain_order=True).drop_nulls().to_list()
-        codes = _codes(metric, names)
-        per_code = np.bincount(codes, minlength=len(names) + 1)
-        return {name: int(per_code[i]) for i, name in enumerate(names)}, None, codes
+        order = metric.unique(maintain_order=True).drop_nulls()
+        codes = _codes(physical, order.to_physical().to_numpy())
+        per_code = np.bincount(codes, minlength=len(order) + 1)
+        return {name: int(per_code[i]) for i, name in enumerate(order.to_list())}, None, codes
 
     @property
     def counts(self) -> dict[str, int]:
@@ -67,9 +72,22 @@ class RunView:
                 return step.slice(start, n).to_numpy(), value.slice(start, n).to_numpy()
             return (np.concatenate([step.slice(a, n).to_numpy() for a, n in where]),
                     np.concatenate([value.slice(a, n).to_numpy() for a, n in where]))
+        rows = codes == list(counts).index(name)
+        if self._whole is not None:
+            return self._whole[0][rows], self._whole[1][rows]
         # filtered in polars: the columns are chunked, so taking them whole as arrays would copy them
-        rows = pl.Series(codes == list(counts).index(name))
+        rows = pl.Series(rows)
         return step.filter(rows).to_numpy(), value.filter(rows).to_numpy()
+
+    @cached_property
+    def _whole(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The step and value columns as arrays when that copies nothing (one chunk, no null: what
+        polars' filter returns, as numpy sees it), else None."""
+        scalars = self.run.scalars
+        step, value = scalars.get_column("step"), scalars.get_column("value")
+        if step.n_chunks() != 1 or value.n_chunks() != 1 or step.null_count() or value.null_count():
+            return None
+        return step.to_numpy(), value.to_numpy()
 
     @cached_property
     def all_roles(self) -> dict[str, list[str]]:
@@ -129,40 +147,44 @@ _SLICE = 1 << 20
 _MAX_STRETCHES = 64
 
 
-def _stretches(metric: pl.Series) -> dict[str, list[tuple[int, int]]] | None:
+#: The code given to a row without a metric name.
+_NULL = np.iinfo(np.uint32).max
+
+
+def _stretches(metric: pl.Series, physical: pl.Series) -> dict[str, list[tuple[int, int]]] | None:
     """Each metric's stretches of consecutive rows (start, length), in first-appearance order;
     None when there are more than `_MAX_STRETCHES` (read a slice at a time, so an interleaved
-    table costs one slice's run lengths before it is given up on)."""
-    found: list[tuple[str | None, int, int]] = []
-    for at in range(0, len(metric), _SLICE):
-        runs = metric.slice(at, _SLICE).rle().struct.unnest()
-        if len(found) + runs.height > _MAX_STRETCHES + 1:
+    table costs one slice's codes before it is given up on). `physical`: the column's codes."""
+    found: list[tuple[int, int, int]] = []  # (code, start, length)
+    for at in range(0, len(physical), _SLICE):
+        part = physical.slice(at, _SLICE).fill_null(_NULL).to_numpy()
+        cuts = (np.flatnonzero(part[1:] != part[:-1]) + 1).tolist()
+        if len(found) + len(cuts) + 1 > _MAX_STRETCHES + 1:
             return None
-        for n, name in runs.iter_rows():
-            if found and found[-1][0] == name and found[-1][1] + found[-1][2] == at:
-                found[-1] = (name, found[-1][1], found[-1][2] + n)
+        for start, end in zip([0] + cuts, cuts + [len(part)]):
+            code = int(part[start])
+            if found and found[-1][0] == code and found[-1][1] + found[-1][2] == at + start:
+                found[-1] = (code, found[-1][1], found[-1][2] + end - start)
             else:
-                found.append((name, at, n))
-            at += n
+                found.append((code, at + start, end - start))
+    first: dict[int, int] = {}
+    for code, start, _ in found:
+        if code != _NULL:
+            first.setdefault(code, start)
+    names = dict(zip(first, metric.gather(list(first.values())).to_list())) if first else {}
     out: dict[str, list[tuple[int, int]]] = {}
-    for name, start, n in found:
-        if name is not None:
-            out.setdefault(name, []).append((start, n))
+    for code, start, n in found:
+        if code != _NULL:
+            out.setdefault(names[code], []).append((start, n))
     return out
 
 
-def _codes(metric: pl.Series, names: list[str]) -> np.ndarray:
-    """Each row's index into `names` (len(names) for a null), in the smallest unsigned type.
-
-    A categorical column already holds a code per row: its codes are translated through a table
-    instead of casting the column to an enum of `names` (2M rows: 9 against 71 ms)."""
-    dtype = np.min_scalar_type(len(names))
-    if metric.dtype != pl.Categorical:
-        return metric.cast(pl.Enum(names)).to_physical().fill_null(len(names)).to_numpy().astype(dtype, copy=False)
-    physical = metric.to_physical()
-    named = pl.Series(names, dtype=pl.String).cast(metric.dtype).to_physical().to_numpy()
-    table = np.full(max(int(physical.max() or 0), int(named.max(initial=0))) + 2, len(names), dtype=dtype)
-    table[named] = np.arange(len(names))
+def _codes(physical: pl.Series, named: np.ndarray) -> np.ndarray:
+    """Each row's index into the metric names whose category codes are `named` (len(named) for a
+    null), in the smallest unsigned type: the codes the column holds, translated through a table."""
+    dtype = np.min_scalar_type(len(named))
+    table = np.full(max(int(physical.max() or 0), int(named.max(initial=0))) + 2, len(named), dtype=dtype)
+    table[named] = np.arange(len(named))
     return table[physical.fill_null(len(table) - 1).to_numpy()]
 
 

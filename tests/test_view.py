@@ -41,6 +41,35 @@ def test_row_codes_of_a_categorical_table_are_its_names_first_appearance_order()
     for size in (0, 1, 7, 500):
         rows = rng.choice(np.array(["loss", "lr", "val/loss", None], dtype=object), size)
         metric = pl.Series("metric", rows, dtype=pl.String).cast(pl.Categorical)
-        names = metric.unique(maintain_order=True).drop_nulls().to_list()
-        want = metric.cast(pl.Enum(names)).to_physical().fill_null(len(names)).to_numpy()
-        assert view_module._codes(metric, names).tolist() == want.tolist()
+        order = metric.unique(maintain_order=True).drop_nulls()
+        want = metric.cast(pl.Enum(order.to_list())).to_physical().fill_null(len(order)).to_numpy()
+        assert view_module._codes(metric.to_physical(), order.to_physical().to_numpy()).tolist() == want.tolist()
+
+
+def test_any_table_reads_as_a_filter_by_name_does_in_either_layout_chunked_or_not(monkeypatch):
+    """Random tables (runs of one metric of any length, null names and values, one chunk or several):
+    every metric's rows, read by stretches or by codes, are exactly what filtering the table by its
+    name returns, in the order logged."""
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        monkeypatch.setattr(view_module, "_MAX_STRETCHES", int(rng.choice([2, 64])))
+        lengths = rng.integers(1, 40, size=rng.integers(1, 12))
+        names = rng.choice(np.array(["loss", "lr", "val/loss", None], dtype=object), len(lengths))
+        metric = np.repeat(names, lengths)
+        n = len(metric)
+        values = rng.normal(size=n)
+        frame = pl.DataFrame({"metric": pl.Series(metric.tolist(), dtype=pl.String), "step": rng.integers(0, 50, n),
+                              "value": pl.Series(values).scatter(rng.integers(0, n, 2), None) if trial % 3 == 0 else values})
+        table = tidy(frame)
+        if trial % 2:
+            cut = int(rng.integers(1, n)) if n > 1 else 1
+            table = pl.concat([table.slice(0, cut), table.slice(cut)], rechunk=False)
+        view = RunView(Run("r", "r", "csv", table))
+        logged_names = [m for m in dict.fromkeys(metric.tolist()) if m is not None]
+        assert list(view.counts) == logged_names
+        for name in logged_names:
+            want = table.filter(pl.col("metric") == name)
+            steps, vals = view.logged(name)
+            assert view.counts[name] == want.height
+            assert steps.tolist() == want["step"].to_list()
+            assert np.array_equal(vals, want["value"].to_numpy(), equal_nan=True)

@@ -139,9 +139,10 @@ class AuditReport:
     def best(self) -> tuple[RunResult | None, str | None]:
         return best_run(self.results, self.rank_by)
 
-    def diagnosis(self) -> Diagnosis:
-        """The runs as a Diagnosis for the shared renderers, ordered by severity."""
-        return Diagnosis(root=self.root, runs=[r.to_run_diagnosis() for r in self.results], errors=list(self.errors))
+    def diagnosis(self, curves: bool = True) -> Diagnosis:
+        """The runs as a Diagnosis for the shared renderers, ordered by severity; `curves=False` leaves
+        out the loss curves (`RunResult.to_run_diagnosis`), for a renderer that draws none."""
+        return Diagnosis(root=self.root, runs=[r.to_run_diagnosis(curves) for r in self.results], errors=list(self.errors))
 
     def table(self) -> list[dict[str, Any]]:
         rows = []

@@ -122,3 +122,8 @@ def run_task(task: Task, config) -> TaskOutput:
         return TaskOutput(errors=[f"{task.label}: ran out of memory auditing this run"], cacheable=False)
     except Exception as exc:  # noqa: BLE001 - one task's failure must not stop the audit
         return TaskOutput(errors=[f"{task.label}: audit failed ({type(exc).__name__}: {exc})"], cacheable=False)
+
+
+def run_tasks(tasks: list[Task], config) -> list[TaskOutput]:
+    """`run_task` for each task of a batch (one round trip to a worker process), in order."""
+    return [run_task(task, config) for task in tasks]

@@ -106,7 +106,7 @@ class ClipSaturation(Rule):
         """The trainer logs the share of updates it clipped (fairseq's `clip=100%`): clipped on
         nearly every logged update, whatever the threshold, and the loss held back (not a fall
         made in the opening tenth)."""
-        share = next((view.metric(n) for n in view.run.metrics if tokens(n)[-1:] == ["clip"] and len(tokens(n)) <= 2), None)
+        share = next((view.metric(n) for n in view.counts if tokens(n)[-1:] == ["clip"] and len(tokens(n)) <= 2), None)
         if share is None or is_reinforcement(view):
             return []
         y = share.values[np.isfinite(share.values)]

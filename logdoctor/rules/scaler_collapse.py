@@ -99,7 +99,7 @@ class ScalerCollapse(Rule):
         """A skipped-step counter (DeepSpeed's `step=2000, skipped=1995`) that counts most steps as
         skipped: the scaler skipped them for overflow, whatever the scale reads (or with none logged).
         Over the window when it rises in it (a paste), else since the run's start."""
-        name = next((m for m in view.run.metrics if "skipped" in tokens(m)), None)
+        name = next((m for m in view.counts if "skipped" in tokens(m)), None)
         counter = view.metric(name) if name else None
         if counter is None:
             return []
