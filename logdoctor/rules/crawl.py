@@ -66,7 +66,6 @@ class Crawl(Rule):
         if c is None or len(c) < self.params["min_points"]:
             return []
         scale = max(abs(c.start), c.y_noise, curves.TINY)
-        whole = curves.trend(c.steps, c.y)
         span = max(c.last_step - c.first_step, 1)
         # how far it fell, three ways, the largest taken (a run that fell far by any measure is not
         # crawling): along the Theil-Sen line and between the medians of the first and last tenths
@@ -75,6 +74,9 @@ class Crawl(Rule):
         # Theil-Sen line), and from start to end level less two noise sigmas (a steep first step
         # the opening tenth already left behind, but not a noisy first few points)
         ends = curves.level(c.y, "start", self.params["end_share"]) - curves.level(c.y, "end", self.params["end_share"])
+        if max(ends, c.start - c.end - 2 * c.y_noise) / scale > self.params["max_relative_drop"]:
+            return []  # fell too far already without the Theil-Sen line (most runs: its pairs cost most of this rule)
+        whole = curves.trend(c.steps, c.y)
         drop = max(-whole.slope * span, ends, c.start - c.end - 2 * c.y_noise) / scale
         if not self.params["min_relative_drop"] <= drop <= self.params["max_relative_drop"]:
             return []

@@ -76,10 +76,12 @@ class GradNormTrend(Rule):
         if early_mask.sum() < 3 or late_mask.sum() < 3:
             return []
         early, late = float(curves.median(logs[early_mask])), float(curves.median(logs[late_mask]))
+        change = late - early
+        if not (change >= self.params["min_decades_explode"] or -change >= self.params["min_decades_vanish"]):
+            return []  # too small a change either way: no trend test needed (its pairs cost most of this rule)
         trend = curves.trend(steps[body], logs[body])
         if trend.p_value > self.params["max_trend_p"]:
             return []
-        change = late - early
         if change >= self.params["min_decades_explode"] and trend.tau > 0:
             # still at its highest at the end: the last block of the run is within reach of the highest block
             blocks = max(2, round((last - start) / (self.params["late_window"] * span)))
