@@ -661,3 +661,23 @@ def test_config_files_with_python_tags_and_wandb_wrappers(tmp_path):
     (tmp_path / "bad.yaml").write_text("a: [unclosed\n")
     assert load_config_file(tmp_path / "bad.yaml", warnings) == {} and "bad.yaml" in warnings[0]
     assert [parse_scalar(t) for t in ("3", "0.5", "True", "adam", " 1e-3\n")] == [3, 0.5, True, "adam", 0.001]
+
+
+def test_a_csv_head_splits_into_comment_lines_header_and_data_as_its_lines_say():
+    """The sniffer's header finder agrees with splitting the head into lines, on every small text of
+    comment marks, separators, newlines and carriage returns."""
+    import random
+
+    from logdoctor.ingest.csv_table import _header_line
+
+    def by_lines(text):
+        lines = text.split("\n")
+        comments = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+        first = lines[comments].rstrip("\r") if comments < len(lines) else ""
+        return comments, first, "\n".join(lines[comments + 1 :])
+
+    rng = random.Random(0)
+    for _ in range(5000):
+        text = "".join(rng.choice(["#", "a", ",", "\n", "\r", ";", "1"]) for _ in range(rng.randint(1, 12)))
+        assert _header_line(text) == by_lines(text), repr(text)
+    assert _header_line("# run 3\n#\nstep,loss\r\n1,2\n") == (2, "step,loss", "1,2\n")
