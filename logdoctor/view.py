@@ -48,7 +48,8 @@ class RunView:
         if stretches is not None:
             counts = {name: sum(n for _, n in where) for name, where in stretches.items()}
             return counts, stretches, None
-        order = metric.unique(maintain_order=True).drop_nulls()
+        order = metric.unique(maintain_order=True)
+        order = order.drop_nulls() if order.null_count() else order
         codes = _codes(physical, order.to_physical().to_numpy())
         per_code = np.bincount(codes, minlength=len(order) + 1)
         return {name: int(per_code[i]) for i, name in enumerate(order.to_list())}, None, codes
@@ -157,7 +158,7 @@ def _stretches(metric: pl.Series, physical: pl.Series) -> dict[str, list[tuple[i
     table costs one slice's codes before it is given up on). `physical`: the column's codes."""
     found: list[tuple[int, int, int]] = []  # (code, start, length)
     for at in range(0, len(physical), _SLICE):
-        part = physical.slice(at, _SLICE).fill_null(_NULL).to_numpy()
+        part = _filled(physical.slice(at, _SLICE), _NULL)
         cuts = (np.flatnonzero(part[1:] != part[:-1]) + 1).tolist()
         if len(found) + len(cuts) + 1 > _MAX_STRETCHES + 1:
             return None
@@ -185,7 +186,13 @@ def _codes(physical: pl.Series, named: np.ndarray) -> np.ndarray:
     dtype = np.min_scalar_type(len(named))
     table = np.full(max(int(physical.max() or 0), int(named.max(initial=0))) + 2, len(named), dtype=dtype)
     table[named] = np.arange(len(named))
-    return table[physical.fill_null(len(table) - 1).to_numpy()]
+    return table[_filled(physical, len(table) - 1)]
+
+
+def _filled(codes: pl.Series, null: int) -> np.ndarray:
+    """Category codes as an array, `null` where a row has no name (filled only where one has none:
+    a fill is a polars expression, ~40 us, and a small table's index makes several)."""
+    return (codes.fill_null(null) if codes.null_count() else codes).to_numpy()
 
 
 def _constant(values: np.ndarray | None) -> bool:

@@ -28,6 +28,7 @@ STAT_KEYS = ("train_loss_final", "train_loss_best", "val_loss_final", "val_loss_
 CURVE_POINTS = 200
 #: Significant digits kept per curve value (as the HTML report's charts).
 CURVE_DIGITS = 4
+_DIGITS = f"%.{CURVE_DIGITS}g"
 
 
 @dataclass
@@ -168,7 +169,7 @@ def thin_curve(steps: np.ndarray, values: np.ndarray, points: int = CURVE_POINTS
     order = np.argsort(steps, kind="stable")
     steps, values = np.asarray(steps)[order], np.asarray(values, dtype=np.float64)[order]
     x, y = downsample(steps, values, points)
-    out_x, out_y = [int(s) for s in x], [float(f"{v:.{CURVE_DIGITS}g}") for v in y]
+    out_x, out_y = np.asarray(x, dtype=np.int64).tolist(), [float(_DIGITS % v) for v in y.tolist()]
     bad = first_nonfinite(values)
     if bad is not None:
         at = int(np.searchsorted(out_x, int(steps[bad])))
