@@ -138,6 +138,10 @@ def frozen_tail_start(values: np.ndarray, max_relative_spread: float) -> int:
     return first if first < len(v) - 1 else len(v)
 
 
+#: Values `quantum` tries each grid on before all of them.
+_QUANTUM_HEAD = 16
+
+
 def quantum(values: np.ndarray, sample: int = 4096) -> float:
     """The rounding step of logged values (1e-4 for HF Trainer's 4 decimals), or 0.0.
 
@@ -152,8 +156,11 @@ def quantum(values: np.ndarray, sample: int = 4096) -> float:
         v = v[np.linspace(0, len(v) - 1, sample).astype(int)]
     if np.all(v == v[0]):
         return 0.0
+    head = v[:_QUANTUM_HEAD]
     for exp in range(2, -7, -1):
         q = 10.0**exp
+        if not np.all(np.abs(head / q - np.round(head / q)) < 1e-3):
+            continue  # a value off this grid already among the first few (most logged floats, at every grid)
         r = v / q
         k = np.round(r)
         # every value on the grid, and the grid fine enough to tell the values apart

@@ -48,6 +48,41 @@ def test_quantum_detects_hf_rounding_only():
     assert curves.quantum(np.full(10, 2.302585)) == 0.0  # constant: no evidence of a grid
 
 
+def test_quantum_is_the_coarsest_grid_every_sampled_value_is_on():
+    """Against its definition (every grid tried on every sampled value), on values rounded to a
+    grid, off it, on it but for late values, constant, NaN-laced and long."""
+    def by_definition(values, sample=4096):
+        v = np.asarray(values, dtype=float)
+        v = v[np.isfinite(v)]
+        if len(v) == 0:
+            return 0.0
+        if len(v) > sample:
+            v = v[np.linspace(0, len(v) - 1, sample).astype(int)]
+        if np.all(v == v[0]):
+            return 0.0
+        for exp in range(2, -7, -1):
+            q = 10.0**exp
+            r = v / q
+            k = np.round(r)
+            if np.all(np.abs(r - k) < 1e-3) and len(np.unique(k)) > 1:
+                return q
+        return 0.0
+
+    rng = np.random.default_rng(4)
+    for _ in range(400):
+        n = int(rng.integers(1, 60)) if rng.random() < 0.8 else 5000
+        v = rng.normal(2, 10.0 ** rng.integers(-4, 3), n)
+        if rng.random() < 0.7:
+            v = np.round(v, int(rng.integers(-2, 7)))
+        if rng.random() < 0.2:
+            v[int(rng.integers(0, n)):] += 1.234567e-5  # on the grid at first, off it later
+        if rng.random() < 0.1:
+            v[:] = v[0]
+        if rng.random() < 0.1:
+            v[rng.integers(0, n, 3)] = np.nan
+        assert curves.quantum(v) == by_definition(v)
+
+
 def test_robust_sigma_ignores_outliers():
     x = RNG.standard_normal(5000)
     x[:100] = 1e6

