@@ -203,6 +203,41 @@ def test_process_pool_gives_the_same_report(sweep: Path, monkeypatch):
     assert [l.to_json() for l in pooled.links] == [l.to_json() for l in serial.links]
 
 
+def test_the_pool_starts_while_the_plan_is_still_walking(monkeypatch):
+    """Tasks reach the workers as the walk finds them: the pool starts once the runs seen hold
+    POOL_MIN_BYTES to read, not after the whole tree was walked; a plan below it runs here."""
+    from logdoctor.audit.tasks import Task
+
+    walked = []
+
+    def plan(n, size):
+        for i in range(n):
+            walked.append(i)
+            yield Task(root="r", unit=f"u{i}", size=size)
+
+    started_after = []
+
+    def pool(tasks, config, jobs, on_done):
+        started_after.append(len(walked))
+        return len(list(tasks))
+
+    monkeypatch.setattr(executor, "run_processes", pool)
+    assert executor.execute(plan(100, executor.POOL_MIN_BYTES // 2), Config(), lambda t, o: None, jobs=2) == "2 processes"
+    assert started_after == [2] and len(walked) == 100  # started at the second run, then fed the other 98
+    walked.clear()
+    monkeypatch.setattr(executor, "run_serial", lambda tasks, config, on_done: started_after.append(len(list(tasks))))
+    assert executor.execute(plan(5, 10), Config(), lambda t, o: None, jobs=2) == "this process"
+    assert started_after[-1] == 5
+
+
+def test_batches_grow_from_single_tasks_to_max_batch_and_keep_the_order():
+    tasks = list(range(3000))
+    got = list(executor.batches(iter(tasks), 2))
+    assert [t for b in got for t in b] == tasks
+    assert [len(b) for b in got[:16]] == [1] * 16  # a small audit is spread task by task
+    assert max(len(b) for b in got) == executor.MAX_BATCH and len(got) < len(tasks) / 15
+
+
 def test_cli_json_contract_and_fail_on(sweep: Path):
     runner = CliRunner()
     result = runner.invoke(app, ["audit", str(sweep), "--format", "json", "--no-cache", "-j", "1"])

@@ -175,8 +175,8 @@ def test_ctrl_c_stops_with_one_line_and_the_rerun_resumes(tmp_path, monkeypatch)
         write_run(root / f"run{i}", lr=1e-3, seed=i, steps=200)
     real = sweep.execute
 
-    def interrupted(tasks, config, on_done, **kw):  # three tasks finish, then the user presses Ctrl-C
-        real(tasks[:3], config, on_done, **kw)
+    def interrupted(tasks, config, on_done, **kw):  # the walk ends, three tasks finish, then the user presses Ctrl-C
+        real(list(tasks)[:3], config, on_done, **kw)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(sweep, "execute", interrupted)

@@ -8,7 +8,8 @@ progress bar and the cache. A task whose worker dies becomes an error line.
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from .tasks import Task
@@ -33,14 +34,15 @@ def _crashed(task: Task, exc: BaseException) -> TaskOutput:
     return TaskOutput(errors=[f"{task.label}: audit worker failed ({type(exc).__name__}: {exc})"], cacheable=False)
 
 
-def run_serial(tasks: Sequence[Task], config, on_done: Done) -> None:
+def run_serial(tasks: Iterable[Task], config, on_done: Done) -> None:
     for task in tasks:
         on_done(task, run_task(task, config))
 
 
-def run_processes(tasks: Sequence[Task], config, jobs: int, on_done: Done) -> None:
+def run_processes(tasks: Iterable[Task], config, jobs: int, on_done: Done) -> int:
     """A spawn-context process pool (fork is unsafe once polars' thread pool exists), fed in batches
-    (`batches`).
+    (`batches`) as `tasks` yields them: workers start on the first runs while the plan goes on.
+    Returns how many tasks it ran.
 
     Interrupted (Ctrl-C), the pool is stopped at once: queued tasks are dropped and the workers killed
     mid-run, since leaving the `with` block would wait for every task already handed out. What finished
@@ -62,15 +64,23 @@ def run_processes(tasks: Sequence[Task], config, jobs: int, on_done: Done) -> No
         _stop(pool)
         raise
     pool.shutdown()
+    return sum(len(batch) for batch in futures.values())
 
 
-def batches(tasks: Sequence[Task], jobs: int) -> list[Sequence[Task]]:
+def batches(tasks: Iterable[Task], jobs: int) -> Iterator[list[Task]]:
     """The tasks in consecutive batches, one per round trip to a worker: a task alone cost the main
     process a future, two pickles and a wake-up (10,000 runs, 2 jobs: 16.3 CPU-s of the main process,
-    10.6 in batches; CPU taken from the workers where there are as many cores as jobs). Eight batches per worker at least keep the workers
-    evenly loaded to the end; at most `MAX_BATCH` tasks keep progress and the cache current."""
-    size = max(1, min(MAX_BATCH, len(tasks) // (8 * jobs)))
-    return [tasks[at : at + size] for at in range(0, len(tasks), size)]
+    10.6 in batches; CPU taken from the workers where there are as many cores as jobs). A batch holds
+    an eighth of a worker's share of the tasks seen so far, at most `MAX_BATCH`: the first runs go out
+    one by one (workers start at once, and a small audit is spread evenly), later ones in batches."""
+    batch: list[Task] = []
+    for seen, task in enumerate(tasks, 1):
+        batch.append(task)
+        if len(batch) >= min(MAX_BATCH, max(1, seen // (8 * jobs))):
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -112,14 +122,25 @@ def run_dask(tasks: Sequence[Task], config, scheduler: str, on_done: Done) -> No
         client.close()
 
 
-def execute(tasks: Sequence[Task], config, on_done: Done, jobs: int = 1, scheduler: str | None = None) -> str:
-    """Run every task; returns how, in words ("2 processes", "this process", "Dask at tcp://...")."""
+def execute(tasks: Iterable[Task], config, on_done: Done, jobs: int = 1, scheduler: str | None = None) -> str:
+    """Run every task; returns how, in words ("2 processes", "this process", "Dask at tcp://...").
+
+    `tasks` may be a plan still walking the tree: locally, a pool starts as soon as the tasks seen
+    hold `POOL_MIN_BYTES` to read (two tasks at least) and takes them as they come; below that, at
+    the plan's end, they run in this process."""
     if scheduler:  # connect even with nothing to do: a wrong address is reported either way
-        run_dask(tasks, config, scheduler, on_done)
+        run_dask(list(tasks), config, scheduler, on_done)
         return f"Dask at {scheduler}"
-    if jobs <= 1 or len(tasks) <= 1 or sum(t.size for t in tasks) < POOL_MIN_BYTES:
-        run_serial(tasks, config, on_done)
-        return "this process"
-    workers = min(jobs, len(tasks))
-    run_processes(tasks, config, workers, on_done)
-    return f"{workers} processes"
+    held: list[Task] = []
+    rest = iter(tasks)
+    if jobs > 1:
+        size = 0
+        for task in rest:
+            held.append(task)
+            size += task.size
+            if size >= POOL_MIN_BYTES and len(held) > 1:
+                ran = run_processes(chain(held, rest), config, jobs, on_done)
+                return f"{min(jobs, ran)} processes"
+    run_serial(chain(held, rest), config, on_done)
+    return "this process"
+

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..config import Config
@@ -16,7 +16,7 @@ from .effects import find_effects
 from .importance import drop_confounded, rank_settings
 from .links import find_links
 from .summary import AuditReport, swept_settings
-from .tasks import Task, is_url, plan
+from .tasks import Task, is_url, plan, plan_local
 from .worker import TaskOutput
 
 class Interrupted(KeyboardInterrupt):
@@ -49,7 +49,8 @@ def default_cache_dir(path: str | os.PathLike) -> Path:
     return user_cache_home() / "logdoctor" / "audit" / key
 
 
-def _plan(path: str | os.PathLike, absolute: bool, errors: list[str]) -> list[Task]:
+def _plan(path: str | os.PathLike, absolute: bool, errors: list[str]) -> Iterable[Task]:
+    """The audit's tasks: a URL's listed at once, a local tree's as its walk finds them."""
     if is_url(path):
         try:
             return plan(str(path))
@@ -60,7 +61,7 @@ def _plan(path: str | os.PathLike, absolute: bool, errors: list[str]) -> list[Ta
             raise ReadError(f"{path}: cannot list this URL ({type(exc).__name__}: {exc})") from None
     p = Path(path)
     check_root(p)  # missing, behind a folder that cannot be entered, a pipe or a device: one line
-    return plan(p.absolute() if absolute else p, errors)
+    return plan_local(p.absolute() if absolute else p, errors)
 
 
 def audit(
@@ -85,10 +86,11 @@ def audit(
     started = time.perf_counter()
     # Dask workers may run elsewhere: hand them absolute paths.
     walked: list[str] = []  # the walk's own lines: folders it cannot enter, files it may not open
-    tasks = _plan(path, absolute=bool(scheduler), errors=walked)
+    planned = _plan(path, absolute=bool(scheduler), errors=walked)
     cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir(path), config) if use_cache else None
     outputs: dict[int, TaskOutput] = {}
-    todo: list[Task] = []
+    tasks: list[Task] = []
+    read = 0
 
     def done(task: Task, output: TaskOutput) -> None:
         outputs[id(task)] = output
@@ -97,16 +99,23 @@ def audit(
         if progress:
             progress(len(outputs), len(tasks))
 
-    try:  # Ctrl-C from here on: one line saying how far it got (what is done is cached)
-        for task in tasks:  # reading 10,000 cache entries takes seconds too
+    def todo() -> Iterator[Task]:
+        """The planned tasks the cache cannot answer, as the plan finds them (reading 10,000 cache
+        entries takes seconds too, and the workers need not wait for the walk to end)."""
+        nonlocal read
+        for task in planned:
+            tasks.append(task)
             hit = cache.get(task) if cache else None
             if hit is not None:
                 outputs[id(task)] = hit
             else:
-                todo.append(task)
+                read += 1
+                yield task
         if progress:
             progress(len(outputs), len(tasks))
-        how = execute(todo, config, done, jobs=jobs, scheduler=scheduler)
+
+    try:  # Ctrl-C from here on: one line saying how far it got (what is done is cached)
+        how = execute(todo(), config, done, jobs=jobs, scheduler=scheduler)
         results = [r for task in tasks for r in outputs[id(task)].results]
         errors = [printable(e) for e in walked] + [e for task in tasks for e in outputs[id(task)].errors]
         analysed = time.perf_counter()
@@ -120,8 +129,8 @@ def audit(
         raise Interrupted(len(outputs), len(tasks), cache is not None) from None
     stats = {
         "tasks": len(tasks),
-        "cached": len(tasks) - len(todo),
-        "read": len(todo),
+        "cached": len(tasks) - read,
+        "read": read,
         "jobs": None if scheduler else jobs,
         "scheduler": scheduler,
         "executor": how,

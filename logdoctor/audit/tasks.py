@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,10 +84,11 @@ def local_task(root: Path, source: Source) -> Task:
     return Task(root=str(root), source=source, fingerprint=fingerprint, size=size)
 
 
-def plan_local(root: Path, errors: list[str] | None = None) -> list[Task]:
-    """One task per run source discovered under a local path; the walk's lines (a folder it
-    cannot enter, files it may not open) go to `errors`."""
-    return [local_task(root, s) for s in discover(root, errors)]
+def plan_local(root: Path, errors: list[str] | None = None) -> Iterator[Task]:
+    """One task per run source discovered under a local path, as the walk finds them (an audit
+    hands them to its workers while the walk goes on); the walk's lines (a folder it cannot
+    enter, files it may not open) go to `errors`."""
+    return (local_task(root, s) for s in discover(root, errors))
 
 
 #: fsspec info keys that change when a file's content does, by backend.
@@ -144,4 +146,5 @@ def plan_remote(url: str) -> list[Task]:
 
 
 def plan(path: str | os.PathLike, errors: list[str] | None = None) -> list[Task]:
-    return plan_remote(str(path)) if is_url(path) else plan_local(Path(path), errors)
+    """Every task under `path` (a local folder or file, or an fsspec URL), planned whole."""
+    return plan_remote(str(path)) if is_url(path) else list(plan_local(Path(path), errors))
