@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from ..model import Run, tidy
@@ -113,16 +114,15 @@ def read(source: Source) -> list[Run]:
     return [Run(name="", path=str(source.path), format="hf_trainer", scalars=scalars, config=config, warnings=warnings, notes=notes)]
 
 
-def _is_summary(entry: dict[str, Any]) -> bool:
-    return "train_runtime" in entry
-
-
 def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float], int]:
-    """(tidy scalars, the closing summary, entries left out for holding more than MAX_WIDTH keys)."""
+    """(tidy scalars, the closing summary, entries left out for holding more than MAX_WIDTH keys).
+
+    One pass over each entry's items, the values made floats by numpy in one go (as `float` makes
+    them, overflow included): a sweep audit reads thousands of these histories."""
     refused = 0
     metric: list[str] = []
     step: list[int] = []
-    value: list[float] = []
+    value: list[int | float] = []
     summary: dict[str, float] = {}
     for entry in log_history:  # parsed JSON: a number is exactly an int or a float (a bool is neither)
         if type(entry) is not dict:
@@ -135,12 +135,18 @@ def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float], in
         if len(entry) > MAX_WIDTH:
             refused += 1
             continue
-        if _is_summary(entry):
+        if "train_runtime" in entry:  # the closing summary
             summary.update({k: float(v) for k, v in entry.items() if type(v) in _NUMBER and k.startswith("train_")})
             continue
-        keys = [k for k, v in entry.items() if type(v) in _NUMBER and k not in _NOT_METRICS]
-        metric.extend(keys)
-        step.extend([at] * len(keys))
-        value.extend([float(entry[k]) for k in keys])
-    frame = pl.DataFrame({"metric": metric, "step": step, "value": value}, schema={"metric": pl.Utf8, "step": pl.Int64, "value": pl.Float64})
+        before = len(metric)
+        for k, v in entry.items():
+            if type(v) in _NUMBER and k not in _NOT_METRICS:
+                metric.append(k)
+                value.append(v)
+        step.extend([at] * (len(metric) - before))
+    frame = pl.DataFrame([
+        pl.Series("metric", metric, dtype=pl.Categorical),
+        pl.Series("step", step, dtype=pl.Int64),
+        pl.Series("value", np.array(value, dtype=np.float64)),
+    ])
     return tidy(frame), summary, refused
