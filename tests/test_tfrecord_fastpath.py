@@ -232,3 +232,22 @@ def test_the_same_damage_in_two_records_of_one_length_does_not_cancel_out():
         bad[offs[b] + 7] ^= 0x10
         ok = tfrecord._data_crc_ok(bad, offs, np.full(64, 40, dtype=np.int64))
         assert np.flatnonzero(~ok).tolist() == [a, b]
+
+
+def test_distinct_tags_found_from_the_first_rows_are_np_unique_of_all_rows(monkeypatch):
+    """The tag factorisation looks the first rows' distinct hashes up for every row; whether every
+    tag shows early or some only late (a validation tag after the first epoch), first indices and
+    codes are np.unique's."""
+    from logdoctor.ingest import tfevents
+
+    monkeypatch.setattr(tfevents, "_UNIQUE_HEAD", 64)
+    rng = np.random.default_rng(1)
+    for trial in range(300):
+        n = int(rng.integers(0, 3000))
+        tags = rng.integers(0, 2**63, int(rng.integers(1, 20)), dtype=np.uint64)
+        h = tags[rng.integers(0, len(tags), n)]
+        if trial % 3 == 0 and n > 100:
+            h[-3:] = rng.integers(0, 2**63, 3, dtype=np.uint64)  # tags first logged late
+        first, inverse = tfevents._unique(h)
+        _, want_first, want_inverse = np.unique(h, return_index=True, return_inverse=True)
+        assert np.array_equal(first, want_first) and np.array_equal(inverse, want_inverse)

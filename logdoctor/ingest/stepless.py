@@ -53,7 +53,9 @@ def _may_share_steps(scalars: pl.DataFrame) -> bool:
     if len(code) and int(code.max()) >= 1 << 20:  # codes of a process that has seen many names: made dense
         code = np.unique(code, return_inverse=True)[1]
     step = scalars.get_column("step").to_numpy()
-    order = np.argsort(code, kind="stable")  # each metric's points in file order
+    # each metric's points in file order: a stable sort on codes cast to their smallest type, which
+    # numpy sorts by radix for 8- and 16-bit integers (2M rows: linear, not n log n)
+    order = np.argsort(code.astype(np.min_scalar_type(int(code.max())), copy=False) if len(code) else code, kind="stable")
     code, step = code[order], step[order]
     repeats = np.flatnonzero((code[1:] == code[:-1]) & (step[1:] == step[:-1]))
     if not len(repeats):

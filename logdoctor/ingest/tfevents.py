@@ -316,7 +316,7 @@ def _factorize(buf: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np
             h = (h ^ word) * np.uint64(0x100000001B3)
             h ^= h >> np.uint64(29)
             words.append(word)
-    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    first, inv = _unique(h)
     rep = first[inv]
     exact = (length == length[rep]).all() and all((word == word[rep]).all() for word in words)
     if not exact:  # a hash collision (practically never): group the bytes themselves
@@ -324,6 +324,24 @@ def _factorize(buf: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np
         codes = [seen.setdefault(buf[a:b].tobytes(), len(seen)) for a, b in zip(start.tolist(), stop.tolist())]
         return np.array(codes, np.int64), list(seen)
     return inv.astype(np.int64), [buf[start[i] : stop[i]].tobytes() for i in first]
+
+
+#: Rows of a batch whose distinct hashes `_unique` tries first.
+_UNIQUE_HEAD = 4096
+
+
+def _unique(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(h, return_index=True, return_inverse=True)`'s first index and inverse. A file
+    logs its few tags from its first rows on: the distinct hashes of the first `_UNIQUE_HEAD` rows,
+    looked up for every row, are the same answer without sorting every row (2M rows: sorting was
+    a tenth of reading); a hash first seen later sends the batch to the full sort."""
+    values, first = np.unique(h[:_UNIQUE_HEAD], return_index=True)
+    at = np.searchsorted(values, h)
+    np.minimum(at, len(values) - 1, out=at)
+    if len(values) and bool((values[at] == h).all()):
+        return first, at
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    return first, inverse
 
 
 def _decode_batch(batch: tfrecord.Batch, col: _Collector) -> np.ndarray:
