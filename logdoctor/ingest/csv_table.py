@@ -421,6 +421,8 @@ def wide_to_tidy(
     step_s = columns.pop(0).alias("step")
     wall_s = columns.pop(0).alias("wall_time") if wall is not None else None
     stepped = step_s.is_not_null()
+    if not sparse and not step_s.null_count() and not any(c.null_count() for c in columns):
+        return _dense(metrics, step_s, wall_s, columns)
     # the rows with a step, shared by every metric that has a value on each of them
     n_stepped = int(stepped.sum())
     shared = [step_s, wall_s] if n_stepped == len(step_s) else [s.filter(stepped) if s is not None else None for s in (step_s, wall_s)]
@@ -457,6 +459,22 @@ def wide_to_tidy(
     if blanks:
         parts.append(_blank_part(blanks, step_s, wall_s, stepped))
     return tidy(pl.concat(parts))
+
+
+def _dense(metrics: list[str], step: pl.Series, wall: pl.Series | None, values: list[pl.Series]) -> pl.DataFrame:
+    """A table with every metric on every row (a step on each) as tidy rows in one go: its columns
+    end to end, the step (and wall time) repeated, each metric's name once per row. What the
+    metric-by-metric path builds, without its per-metric polars calls (0.6 ms of a 500-row log)."""
+    n = len(step)
+    codes = np.repeat(np.arange(len(metrics), dtype=np.uint32), n)
+    parts = [
+        pl.Series("metric", metrics, dtype=pl.Categorical).gather(codes),
+        pl.Series("step", np.tile(step.to_numpy(), len(metrics))),
+        pl.Series("value", np.concatenate([v.to_numpy() for v in values])),
+    ]
+    if wall is not None:
+        parts.append(pl.concat([wall.alias("wall_time")] * len(metrics)))
+    return tidy(pl.DataFrame(parts))
 
 
 #: Cells of short metrics with blanks tidied in one unpivot: a console line of 20,000 values made
