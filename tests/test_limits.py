@@ -65,3 +65,9 @@ def test_loads_reads_every_text_as_json_loads_does(text, as_bytes, bom):
     (compared through its repr, so NaN, -0.0 and int-versus-float count)."""
     data = (b"\xef\xbb\xbf" if bom else b"") + text.encode() if as_bytes else text
     assert repr(loads(data)) == repr(json.loads(data))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(value=values, limit=st.integers(min_value=0, max_value=6))
+def test_deeper_than_is_the_nesting_depth_past_the_limit(value, limit):
+    assert limits._deeper_than(value, limit) == (_depth(value) > limit)

@@ -100,9 +100,12 @@ def _parse(text: str | bytes) -> Any:
     """`json.loads(text)`, parsed by orjson where the two are sure to agree: 5x faster on a trainer
     state (116 kB: 1.48 -> 0.29 ms), and a sweep audit reads thousands. orjson refuses what json
     takes (NaN and Infinity literals, a byte-order mark, numbers past a double, nesting past 1,024):
-    those go to json. The one text both take but read differently is an integer past 64 bits
-    (orjson makes it a float), so a run of 19 digits sends the text to json too."""
-    if not (_LONG_DIGITS_B if isinstance(text, bytes) else _LONG_DIGITS).search(text):
+    those go to json, a text naming NaN or Infinity at once (orjson would fail only on reaching
+    them: a diverged run's state was parsed twice). The one text both take but read differently is
+    an integer past 64 bits (orjson makes it a float), so a run of 19 digits sends it to json too."""
+    raw = isinstance(text, bytes)
+    if not ((_LONG_DIGITS_B if raw else _LONG_DIGITS).search(text) or (b"NaN" if raw else "NaN") in text
+            or (b"Infinity" if raw else "Infinity") in text):
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -111,14 +114,15 @@ def _parse(text: str | bytes) -> Any:
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether a parsed JSON value nests dicts and lists more than `limit` levels (walked with a
-    stack, not recursion: the value may be nearly as deep as the recursion limit)."""
-    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
-    while stack:
-        node, depth = stack.pop()
+    """Whether a parsed JSON value nests dicts and lists more than `limit` levels: walked a level at
+    a time (not by recursion: the value may be nearly as deep as the recursion limit), each level's
+    containers gathered in one comprehension (a trainer state's 1,000 entries: 0.49 -> 0.23 ms)."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
         if depth > limit:
             return True
-        for child in node.values() if isinstance(node, dict) else node:
-            if isinstance(child, (dict, list)):
-                stack.append((child, depth + 1))
+        level = [child for node in level for child in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(child, (dict, list))]
     return False
