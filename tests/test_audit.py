@@ -230,6 +230,20 @@ def test_the_pool_starts_while_the_plan_is_still_walking(monkeypatch):
     assert started_after[-1] == 5
 
 
+def test_scikit_learn_is_imported_in_the_background_once_an_audit_reads_enough_runs(sweep: Path, monkeypatch):
+    from logdoctor.audit import sweep as sweep_module
+
+    started = []
+    monkeypatch.setattr(sweep_module, "warm_up", lambda: started.append(True))
+    monkeypatch.setattr(sweep_module, "WARM_RUNS", 5)
+    audit(sweep, jobs=1, use_cache=False)
+    assert started == [True]  # once, at the fifth run read
+    started.clear()
+    monkeypatch.setattr(sweep_module, "WARM_RUNS", 10_000)
+    audit(sweep, jobs=1, use_cache=False)
+    assert started == []  # a smaller audit does not pay for the import up front
+
+
 def test_batches_grow_from_single_tasks_to_max_batch_and_keep_the_order():
     tasks = list(range(3000))
     got = list(executor.batches(iter(tasks), 2))

@@ -24,6 +24,7 @@ root of Kruskal-Wallis epsilon squared), and says so.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,9 @@ MAX_ROWS = 1000
 TREES = 30
 FOLDS = 3
 REPEATS = 3
+#: Runs to read before scikit-learn is imported in the background (`warm_up`): an audit this large
+#: takes seconds, a smaller one need not pay for the import when it may not rank at all.
+WARM_RUNS = 500
 #: The importance line names settings with at least this share, at most SHOWN of them.
 SHOWN_SHARE = 0.01
 SHOWN = 6
@@ -102,6 +106,21 @@ def _target(results: list[RunResult], rank_by: str) -> tuple[np.ndarray, str] | 
             y[has] = (_ranks(outcome.values[has]) - 1) / max(1, has.sum() - 1)
             return y, outcome.name
     return None
+
+
+def warm_up() -> None:
+    """Import scikit-learn's forest and permutation importance on a background thread. A sweep large
+    enough to rank spends its seconds waiting on its workers; the import (~1 s of CPU) then need not
+    wait for them to finish before `rank_settings` can start (no scikit-learn: nothing happens)."""
+    def load() -> None:
+        try:
+            import sklearn.ensemble  # noqa: F401
+            import sklearn.inspection  # noqa: F401
+            import sklearn.model_selection  # noqa: F401
+        except ImportError:
+            pass
+
+    threading.Thread(target=load, name="logdoctor-sklearn-import", daemon=True).start()
 
 
 def _forest_shares(X: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from ..model import printable
 from .cache import ResultCache
 from .executor import execute
 from .effects import find_effects
-from .importance import drop_confounded, rank_settings
+from .importance import WARM_RUNS, drop_confounded, rank_settings, warm_up
 from .links import find_links
 from .summary import AuditReport, swept_settings
 from .tasks import Task, is_url, plan, plan_local
@@ -110,6 +110,8 @@ def audit(
                 outputs[id(task)] = hit
             else:
                 read += 1
+                if read == WARM_RUNS:
+                    warm_up()
                 yield task
         if progress:
             progress(len(outputs), len(tasks))
