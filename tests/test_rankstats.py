@@ -87,3 +87,14 @@ def test_median_is_numpys_median_to_the_bit_nan_and_empty_included():
             want = float(np.median(values))
         got = rankstats.median(values)
         assert got == want or (math.isnan(got) and math.isnan(want))
+
+
+def test_mirrored_edges_are_numpys_reflect_padding_for_every_width():
+    """The rolling median's edges: sliced where one reflection covers them, np.pad beyond; the same
+    array for every series length and pad width."""
+    rng = np.random.default_rng(0)
+    for n in range(2, 30):
+        y = rng.normal(size=n)
+        for back in range(0, 40, 3):
+            for ahead in range(0, 40, 2):
+                assert np.array_equal(rankstats._mirrored(y, back, ahead), np.pad(y, (back, ahead), mode="reflect"))
