@@ -126,13 +126,14 @@ def test_crc32c_implementations_agree():
     assert tfrecord.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
     rng = np.random.default_rng(0)
     buf = rng.integers(0, 256, 20_000, dtype=np.uint8)
-    offsets = rng.integers(0, 15_000, 200).astype(np.int64)
-    lengths = rng.integers(0, 2_000, 200).astype(np.int64)  # includes lengths above the vector tables
-    got = tfrecord.crc32c_many(buf, offsets, lengths)
-    want = [tfrecord._crc32c_py(buf[o : o + n].tobytes()) for o, n in zip(offsets, lengths)]
-    assert got.tolist() == want
-    if tfrecord._c_crc32c is not None:
-        assert want == [tfrecord._c_crc32c(buf[o : o + n].tobytes()) for o, n in zip(offsets, lengths)]
+    for count, longest in ((200, 2_000), (3, 300), (500, 40)):  # above the tables; few records (C); many short (tables)
+        offsets = rng.integers(0, 15_000, count).astype(np.int64)
+        lengths = rng.integers(0, longest, count).astype(np.int64)
+        got = tfrecord.crc32c_many(buf, offsets, lengths)
+        want = [tfrecord._crc32c_py(buf[o : o + n].tobytes()) for o, n in zip(offsets, lengths)]
+        assert got.tolist() == want
+        if tfrecord._c_crc32c is not None:
+            assert want == [tfrecord._c_crc32c(buf[o : o + n].tobytes()) for o, n in zip(offsets, lengths)]
 
 
 def test_damage_report_counts(written, tmp_path):
