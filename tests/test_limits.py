@@ -71,3 +71,13 @@ def test_loads_reads_every_text_as_json_loads_does(text, as_bytes, bom):
 @given(value=values, limit=st.integers(min_value=0, max_value=6))
 def test_deeper_than_is_the_nesting_depth_past_the_limit(value, limit):
     assert limits._deeper_than(value, limit) == (_depth(value) > limit)
+
+
+@pytest.mark.parametrize("text,integer", [
+    (b"[12345678901234567890]", True), (b"[-12345678901234567890]", True), (b"12345678901234567890", True),
+    (b"1234567890123456789", True), (b"[123456789012345678]", False),  # 18 digits fit 64 bits
+    (b"[0.00028000000000000003]", False),  # a float's fraction: a long run, no integer
+    (b"[1.5, 2]", False), (b"", False),
+])
+def test_an_integer_of_19_digits_is_told_from_a_long_fraction(text, integer):
+    assert limits._long_integer(text) is integer
