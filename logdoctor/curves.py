@@ -138,8 +138,9 @@ def frozen_tail_start(values: np.ndarray, max_relative_spread: float) -> int:
     return first if first < len(v) - 1 else len(v)
 
 
-#: Values `quantum` tries each grid on before all of them.
+#: Values `quantum` tries each grid on before all of them, and the grids, coarsest first.
 _QUANTUM_HEAD = 16
+_GRIDS = np.array([10.0**exp for exp in range(2, -7, -1)])
 
 
 def quantum(values: np.ndarray, sample: int = 4096) -> float:
@@ -156,10 +157,10 @@ def quantum(values: np.ndarray, sample: int = 4096) -> float:
         v = v[np.linspace(0, len(v) - 1, sample).astype(int)]
     if np.all(v == v[0]):
         return 0.0
-    head = v[:_QUANTUM_HEAD]
-    for exp in range(2, -7, -1):
-        q = 10.0**exp
-        if not np.all(np.abs(head / q - np.round(head / q)) < 1e-3):
+    head = v[:_QUANTUM_HEAD] / _GRIDS[:, None]  # every grid at once on the first few values
+    near = np.all(np.abs(head - np.round(head)) < 1e-3, axis=1)
+    for i, q in enumerate(_GRIDS.tolist()):
+        if not near[i]:
             continue  # a value off this grid already among the first few (most logged floats, at every grid)
         r = v / q
         k = np.round(r)

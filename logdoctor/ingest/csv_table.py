@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..model import Run, empty_scalars, printable, tidy
+from ..model import Run, empty_scalars, no_wall_times, printable, tidy
 from ..roles import classify
 from . import Claim, ReadError, Source, tensorboard
 from .csv_steps import INDEX_COLUMNS, finer_than_epoch, names_step, plan
@@ -472,8 +472,7 @@ def _dense(metrics: list[str], step: pl.Series, wall: pl.Series | None, values: 
         pl.Series("step", np.tile(step.to_numpy(), len(metrics))),
         pl.Series("value", np.concatenate([v.to_numpy() for v in values])),
     ]
-    if wall is not None:
-        parts.append(pl.concat([wall.alias("wall_time")] * len(metrics)))
+    parts.append(no_wall_times(n * len(metrics)) if wall is None else pl.concat([wall.alias("wall_time")] * len(metrics)))
     return tidy(pl.DataFrame(parts))
 
 

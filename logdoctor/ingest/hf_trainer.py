@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ..model import Run, tidy
+from ..model import Run, no_wall_times, tidy
 from . import Claim, ReadError, Source
 from .fs import is_file
 from .hparams import flatten
@@ -148,5 +148,6 @@ def _history(log_history: list[Any]) -> tuple[pl.DataFrame, dict[str, float], in
         pl.Series("metric", metric, dtype=pl.Categorical),
         pl.Series("step", step, dtype=pl.Int64),
         pl.Series("value", np.array(value, dtype=np.float64)),
+        no_wall_times(len(metric)),
     ])
     return tidy(frame), summary, refused
