@@ -17,9 +17,11 @@ to NaN partway, so the link analysis has a real effect to find among 1,000 runs.
     python benchmarks/bench_audit.py [--runs 1000] [--steps 2000] [--out benchmarks/data/audit_sweep] [--jobs 1,2]
 
 Each audit reports its wall time, seconds per 1,000 runs, the seconds of its statistics (links, effects,
-importance) and the peak memory of the main process and of the largest worker. 10,000 runs, as published:
+importance) and the peak memory of the main process and of the largest worker. 10,000 runs, as published,
+side by side with an older tree (its uncached audit alternating with this one's, reports compared):
 
-    python benchmarks/bench_audit.py --runs 10000 --steps 500 --out benchmarks/data/audit_sweep_10k --jobs 2
+    git archive REV logdoctor | tar -x -C /tmp/old
+    python benchmarks/bench_audit.py --runs 10000 --steps 500 --out benchmarks/data/audit_sweep_10k --jobs 2 --before /tmp/old --rounds 3
 """
 from __future__ import annotations
 
@@ -167,6 +169,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=HERE / "data" / "audit_sweep")
     parser.add_argument("--jobs", default="1,2", help="Uncached audits to time, by worker count (10,000 runs: 2).")
+    parser.add_argument("--before", type=Path, help="a folder holding an older `logdoctor` package (git archive REV logdoctor | "
+                        "tar -x -C OLD): each uncached audit alternates with it, its report compared")
+    parser.add_argument("--rounds", type=int, default=1, help="uncached audits per worker count (alternating with --before)")
     args = parser.parse_args()
     generate(args.out, args.runs, args.steps)
     size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
@@ -176,6 +181,11 @@ def main() -> None:
         run_all(args, sweep, size, code)
     finally:
         shutil.rmtree(code, ignore_errors=True)
+
+
+def _report(audit: dict) -> dict:
+    """An audit section without what differs from run to run (timings, memory)."""
+    return {k: v for k, v in audit.items() if k not in ("stats", "peak_mb")}
 
 
 def _entry(cache: Path) -> dict:
@@ -192,13 +202,21 @@ def run_all(args, sweep: str, size: int, code: Path) -> None:
     cache = f"{sweep}-cache"  # beside the sweep, emptied first: the first cached audit fills it
     shutil.rmtree(cache, ignore_errors=True)
     for jobs in (int(j) for j in args.jobs.split(",")):
-        seconds, audit = timed(["audit", sweep, "-f", "json", "--no-cache", "--jobs", str(jobs)], code)
-        results[f"jobs{jobs}_s"] = round(seconds, 2)
-        results[f"jobs{jobs}_s_per_1000"] = round(seconds * 1000 / args.runs, 2)
-        results[f"jobs{jobs}_analysis_s"] = audit["stats"].get("analysis_seconds")
-        results[f"jobs{jobs}_peak_mb"] = audit["peak_mb"]
-        print(f"--jobs {jobs}, no cache: {seconds:.1f} s, {seconds * 1000 / args.runs:.1f} s per 1,000 runs, statistics "
-              f"{audit['stats'].get('analysis_seconds')} s, peak {audit['peak_mb']} MB ({audit['run_count']} runs, {audit['by_status']})")
+        uncached = ["audit", sweep, "-f", "json", "--no-cache", "--jobs", str(jobs)]
+        for round_ in range(args.rounds):  # alternating with the older tree: a load change hits both alike
+            if args.before:
+                old_seconds, old_audit = timed(uncached, args.before)
+                results.setdefault(f"jobs{jobs}_before_s", []).append(round(old_seconds, 2))
+                print(f"--jobs {jobs}, no cache, before: {old_seconds:.1f} s, statistics {old_audit['stats'].get('analysis_seconds')} s")
+            seconds, audit = timed(uncached, code)
+            if args.before and _report(old_audit) != _report(audit):
+                print("warning: the two trees' audit reports differ (beyond their timings)")
+            results.setdefault(f"jobs{jobs}_s", []).append(round(seconds, 2))
+            results[f"jobs{jobs}_s_per_1000"] = round(seconds * 1000 / args.runs, 2)
+            results[f"jobs{jobs}_analysis_s"] = audit["stats"].get("analysis_seconds")
+            results[f"jobs{jobs}_peak_mb"] = audit["peak_mb"]
+            print(f"--jobs {jobs}, no cache: {seconds:.1f} s, {seconds * 1000 / args.runs:.1f} s per 1,000 runs, statistics "
+                  f"{audit['stats'].get('analysis_seconds')} s, peak {audit['peak_mb']} MB ({audit['run_count']} runs, {audit['by_status']})")
     seconds, audit = timed(["audit", sweep, "-f", "json", "--jobs", "2", "--cache-dir", cache], code)
     print(f"--jobs 2, filling the cache: {seconds:.1f} s (read {audit['stats']['read']})")
     filled = _entry(Path(cache))
