@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from itertools import chain
 
 from .tasks import Task
 from .worker import TaskOutput, limit_threads, run_task, run_tasks
