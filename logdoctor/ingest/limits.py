@@ -98,8 +98,8 @@ def loads(text: str | bytes) -> Any:
 
 
 def _parse(text: str | bytes) -> Any:
-    """`json.loads(text)`, parsed by orjson where the two are sure to agree: 5x faster on a trainer
-    state (116 kB: 1.48 -> 0.29 ms), and a sweep audit reads thousands. orjson refuses what json
+    """`json.loads(text)`, parsed by orjson where the two are sure to agree: a trainer state of 116 kB
+    takes json 1.48 ms, orjson 0.29 ms plus 0.19 for the guard below, and a sweep audit reads thousands. orjson refuses what json
     takes (NaN and Infinity literals, a byte-order mark, numbers past a double, nesting past 1,024):
     those go to json (a diverged run's NaN after orjson read up to it: looking for NaN first cost
     every other text more). The one text both take but read differently is an integer past 64 bits
