@@ -671,13 +671,14 @@ def rules(fmt: ListFormat = typer.Option(ListFormat.terminal, "--format", "-f", 
 @app.command()
 def explain(code: str = typer.Argument(..., help="A rule code, e.g. crawl.")) -> None:
     """Print a rule's documentation: symptom, causes, fix, probe, thresholds."""
-    from .config import did_you_mean
-    from .replay import PROBE_CODES
-    from .rules import all_rules
     from .ruledocs import code_page
 
-    found = code_page(code)  # a probe's page is packaged: the base install (no PyTorch) documents every probe too
-    if found is None:
+    found = code_page(code)  # every page is packaged: no rule module (numpy, polars) nor PyTorch is imported
+    if found is None:  # the codes to suggest from only now
+        from .config import did_you_mean
+        from .replay import PROBE_CODES
+        from .rules import all_rules
+
         raise fail(f"unknown rule or replay probe code '{code}'{did_you_mean(code, [*all_rules(), *PROBE_CODES])} (see `logdoctor rules`)")
     from rich.markdown import Markdown
 

@@ -1,21 +1,30 @@
 """Rule and probe documentation as Markdown, from their docstrings (for `explain` and docs/).
 
 Replay probes live in modules that import PyTorch (the `replay` extra), but their documentation
-must not need it: every probe's page is written once into the package (`logdoctor/probedocs/`,
-regenerated with `python -m logdoctor.ruledocs`, kept current by a test) and `explain` reads it
-from there in any install.
+must not need it; rules live in modules that import numpy and polars, which `explain` does not
+need either (0.3-0.5 s of start-up for a page of text). So every page is written once into the
+package (`logdoctor/rulepages/`, `logdoctor/probedocs/`; regenerated with `python -m
+logdoctor.ruledocs`, kept current by tests) and `explain` reads it from there in any install.
 """
 from __future__ import annotations
 
 import re
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .rules import all_rules
-from .rules.base import SECTIONS, Rule
+if TYPE_CHECKING:
+    from .rules.base import Rule
+
+#: Packaged pages of the rules and of the replay probes.
+RULE_PAGES, PROBE_PAGES = "rulepages", "probedocs"
+#: What a rule or probe code looks like (a code names a packaged file: nothing else may).
+_CODE = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def rule_markdown(cls: type[Rule]) -> str:
+    from .rules.base import SECTIONS
+
     doc = cls.doc()
     lines = [f"# `{cls.code}` — {cls.summary()}", "", f"Severity: **{cls.severity}**", ""]
     for section in SECTIONS:
@@ -32,23 +41,25 @@ def rule_markdown(cls: type[Rule]) -> str:
     return "\n".join(lines)
 
 
+def packaged_page(folder: str, code: str) -> str | None:
+    """A rule's or probe's page as packaged in `folder` (see the module docstring); None for none."""
+    if not _CODE.fullmatch(code):
+        return None
+    page = resources.files("logdoctor") / folder / f"{code}.md"
+    return page.read_text(encoding="utf-8") if page.is_file() else None
+
+
 def probe_markdown(code: str) -> str | None:
-    """A replay probe's page as packaged (see the module docstring); None for no such probe."""
+    """A replay probe's page as packaged; None for no such probe."""
     from .replay import PROBE_CODES
 
-    if code not in PROBE_CODES:
-        return None
-    page = resources.files("logdoctor") / "probedocs" / f"{code}.md"
-    return page.read_text(encoding="utf-8") if page.is_file() else None
+    return packaged_page(PROBE_PAGES, code) if code in PROBE_CODES else None
 
 
 def code_page(code: str) -> tuple[str | None, str] | None:
     """(severity, Markdown page) of a rule or replay probe code in any install, for `explain` and
     the MCP server's explain; None for an unknown code."""
-    cls = all_rules().get(code)
-    if cls is not None:
-        return cls.severity, rule_markdown(cls)
-    page = probe_markdown(code)
+    page = packaged_page(RULE_PAGES, code) or probe_markdown(code)
     if page is None:
         return None
     severity = re.search(r"^Severity: \*\*(\w+)\*\*", page, re.M)  # the line rule_markdown writes
@@ -68,8 +79,23 @@ def write_probe_docs(folder: Path) -> list[Path]:
     return written
 
 
+def write_rule_pages(folder: Path) -> list[Path]:
+    """Write every rule's page into `folder` (the package's copy `explain` reads)."""
+    from .rules import all_rules
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for code, cls in all_rules().items():
+        path = folder / f"{code}.md"
+        path.write_text(rule_markdown(cls), encoding="utf-8")
+        written.append(path)
+    return written
+
+
 def write_docs(folder: Path) -> list[Path]:
     """Write docs/rules/<code>.md and an index; returns the files written."""
+    from .rules import all_rules
+
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     index = ["# Rules", "", "| code | severity | what it detects |", "| --- | --- | --- |"]
@@ -85,5 +111,5 @@ def write_docs(folder: Path) -> list[Path]:
 
 if __name__ == "__main__":
     here = Path(__file__).resolve().parent
-    for p in write_docs(here.parent / "docs" / "rules") + write_probe_docs(here / "probedocs"):
+    for p in write_docs(here.parent / "docs" / "rules") + write_rule_pages(here / RULE_PAGES) + write_probe_docs(here / PROBE_PAGES):
         print(p)

@@ -61,6 +61,32 @@ def test_rules_command_lists_every_rule_and_every_probe_code():
         assert code in out, f"`logdoctor rules` does not list {code}"
 
 
+def test_packaged_rule_pages_are_generated_from_the_rule_docstrings(tmp_path):
+    """logdoctor/rulepages/ must equal what `python -m logdoctor.ruledocs` writes now, one page per rule."""
+    from importlib import resources
+
+    from logdoctor.ruledocs import RULE_PAGES, packaged_page, write_rule_pages
+
+    fresh = write_rule_pages(tmp_path / RULE_PAGES)
+    packaged = {p.name for p in (resources.files("logdoctor") / RULE_PAGES).iterdir() if p.name.endswith(".md")}
+    assert packaged == {p.name for p in fresh}, "run python -m logdoctor.ruledocs"
+    for page in fresh:
+        assert packaged_page(RULE_PAGES, page.stem) == page.read_text(encoding="utf-8"), f"stale {page.name}: run python -m logdoctor.ruledocs"
+
+
+def test_explain_reads_a_packaged_page_without_importing_numpy_polars_or_torch():
+    """A page of text must not cost the rules' imports (0.3-0.5 s): `explain` reads the packaged page."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom logdoctor.cli import app\n"
+            "result = CliRunner().invoke(app, ['explain', 'flat'])\n"
+            "assert result.exit_code == 0 and 'Severity' in result.output, result.output\n"
+            "print(sorted(m for m in ('numpy', 'polars', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_packaged_probe_pages_are_generated_from_the_probe_docstrings(tmp_path):
     """logdoctor/probedocs/ must equal what `python -m logdoctor.ruledocs` writes now."""
     pytest.importorskip("torch")
