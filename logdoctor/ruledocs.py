@@ -70,22 +70,21 @@ def write_probe_docs(folder: Path) -> list[Path]:
     """Write every replay probe's page into `folder` (needs PyTorch, as the probes do)."""
     from .replay.catalogue import all_probes
 
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for code, cls in all_probes().items():
-        path = folder / f"{code}.md"
-        path.write_text(rule_markdown(cls), encoding="utf-8")
-        written.append(path)
-    return written
+    return _write_pages(folder, all_probes())
 
 
 def write_rule_pages(folder: Path) -> list[Path]:
     """Write every rule's page into `folder` (the package's copy `explain` reads)."""
     from .rules import all_rules
 
+    return _write_pages(folder, all_rules())
+
+
+def _write_pages(folder: Path, classes: dict[str, type[Rule]]) -> list[Path]:
+    """`folder/<code>.md` for each code's class, its `rule_markdown`; the files written."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for code, cls in all_rules().items():
+    for code, cls in classes.items():
         path = folder / f"{code}.md"
         path.write_text(rule_markdown(cls), encoding="utf-8")
         written.append(path)
@@ -96,14 +95,9 @@ def write_docs(folder: Path) -> list[Path]:
     """Write docs/rules/<code>.md and an index; returns the files written."""
     from .rules import all_rules
 
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
+    written = write_rule_pages(folder)
     index = ["# Rules", "", "| code | severity | what it detects |", "| --- | --- | --- |"]
-    for code, cls in all_rules().items():
-        path = folder / f"{code}.md"
-        path.write_text(rule_markdown(cls), encoding="utf-8")
-        written.append(path)
-        index.append(f"| [`{code}`]({code}.md) | {cls.severity} | {cls.summary()} |")
+    index += [f"| [`{code}`]({code}.md) | {cls.severity} | {cls.summary()} |" for code, cls in all_rules().items()]
     (folder / "README.md").write_text("\n".join(index) + "\n", encoding="utf-8")
     written.append(folder / "README.md")
     return written
