@@ -50,12 +50,14 @@ def _may_share_steps(scalars: pl.DataFrame) -> bool:
     metric = scalars.get_column("metric")
     physical = (metric if metric.dtype == pl.Categorical else metric.cast(pl.Categorical)).to_physical()
     code = physical.fill_null(int(physical.max() or 0) + 1).to_numpy()  # rows without a name: a group of their own
-    if len(code) and int(code.max()) >= 1 << 20:  # codes of a process that has seen many names: made dense
+    top = int(code.max()) if len(code) else 0
+    if top >= 1 << 20:  # codes of a process that has seen many names: made dense
         code = np.unique(code, return_inverse=True)[1]
+        top = int(code.max())
     step = scalars.get_column("step").to_numpy()
     # each metric's points in file order: a stable sort on codes cast to their smallest type, which
     # numpy sorts by radix for 8- and 16-bit integers (2M rows: linear, not n log n)
-    order = np.argsort(code.astype(np.min_scalar_type(int(code.max())), copy=False) if len(code) else code, kind="stable")
+    order = np.argsort(code.astype(np.min_scalar_type(top), copy=False), kind="stable")
     code, step = code[order], step[order]
     repeats = np.flatnonzero((code[1:] == code[:-1]) & (step[1:] == step[:-1]))
     if not len(repeats):
