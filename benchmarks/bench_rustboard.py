@@ -75,7 +75,8 @@ _READ_STAGES = (
     ("tfrecord", "_frame_block", "framing: record lengths walked or predicted, header CRCs"),
     ("tfrecord", "_data_crc_ok", "data CRC-32C of every record (numpy table lookups)"),
     ("tfevents", "_decode_batch", "decoding the fields (wall time, step, tag, value) in numpy"),
-    ("tfevents", "_factorize", "  of which: tags to codes (hash, unique)"),
+    ("event_shapes", "fill", "  of which: records decoded by their shape"),
+    ("tfevents", "_parse", "  of which: records parsed field by field"),
 )
 
 

@@ -136,6 +136,20 @@ def test_crc32c_implementations_agree():
             assert want == [tfrecord._c_crc32c(buf[o : o + n].tobytes()) for o, n in zip(offsets, lengths)]
 
 
+def test_a_header_is_judged_by_its_own_crc_whether_its_length_is_looked_up_or_computed():
+    rng = np.random.default_rng(1)
+    lengths = np.concatenate([rng.integers(0, 1 << 16, 300), rng.integers(1 << 16, 1 << 62, 300), [0, (1 << 16) - 1, 1 << 16]])
+    buf = np.zeros(12 * len(lengths), np.uint8)
+    for i, length in enumerate(lengths.tolist()):
+        raw = int(length).to_bytes(8, "little")
+        crc = tfrecord.masked(tfrecord._crc32c_py(raw))
+        if i % 3 == 0:
+            crc ^= 1 << (i % 32)  # a damaged header
+        buf[12 * i : 12 * i + 12] = np.frombuffer(raw + int(crc).to_bytes(4, "little"), np.uint8)
+    ok = tfrecord.headers_ok(buf, np.arange(0, len(buf), 12))
+    assert ok.tolist() == [i % 3 != 0 for i in range(len(lengths))]
+
+
 def test_damage_report_counts(written, tmp_path):
     source = next(p for p in written if p.parent.name == "simple")
     data = bytearray(source.read_bytes())

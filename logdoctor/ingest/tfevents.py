@@ -30,9 +30,8 @@ import numpy as np
 import polars as pl
 
 from ..model import empty_scalars
-from . import tfrecord
-
-ACCEPT, PENDING = 0, 1  # a scalar; a metadata-less tensor waiting for its tag's plugin
+from . import event_shapes, tfrecord
+from .event_rows import ACCEPT, PENDING, Decoded
 _DT_FLOAT, _DT_DOUBLE, _DT_BFLOAT16, _DT_HALF = 1, 2, 14, 19
 _SCALARS, _HPARAMS = b"scalars", b"hparams"
 
@@ -292,7 +291,8 @@ def _names_equal(buf, start, stop, *names: bytes) -> list[np.ndarray]:
 
 
 def _factorize(buf: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
-    """Distinct byte strings buf[start:stop] -> (code per row, the distinct strings).
+    """Distinct byte strings buf[start:stop] -> (code per row, the distinct strings in order of
+    first appearance).
 
     Each string is read as 8-byte words (the last one read so that it ends at
     `stop`, then shifted, so nothing outside the string or the buffer is read),
@@ -323,7 +323,10 @@ def _factorize(buf: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np
         seen: dict[bytes, int] = {}
         codes = [seen.setdefault(buf[a:b].tobytes(), len(seen)) for a, b in zip(start.tolist(), stop.tolist())]
         return np.array(codes, np.int64), list(seen)
-    return inv.astype(np.int64), [buf[start[i] : stop[i]].tobytes() for i in first]
+    order = np.argsort(first)  # codes by first appearance
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[inv], [buf[start[i] : stop[i]].tobytes() for i in first[order]]
 
 
 #: Rows of a batch whose distinct hashes `_unique` tries first.
@@ -346,22 +349,81 @@ def _unique(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _decode_batch(batch: tfrecord.Batch, col: _Collector) -> np.ndarray:
     """Decode a batch's single-value scalar records; returns the record rows left for the reference path."""
-    buf, o = batch.buf, batch.offsets
-    e = o + batch.lengths
+    return _collect(_decode_records(batch.buf, batch.offsets, batch.lengths), col, batch.first)
+
+
+def _decode_records(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Decoded:
+    """Every record of a batch. The parser reads the first `event_shapes.HEAD` records not yet
+    decoded, the records of their shapes are decoded by shape, and so on for a few rounds (a
+    file's shapes change as its steps grow a varint byte); the parser reads whatever is left. A
+    batch too small to gain is parsed whole."""
+    ends = starts + lengths
+    head = event_shapes.HEAD
+    if len(starts) < 2 * head:
+        return _parse(buf, starts, ends)
+    out = Decoded.empty(len(starts))
+    todo = np.ones(len(starts), bool)
+    for _ in range(event_shapes.ROUNDS):
+        parsed = np.flatnonzero(todo)[:head]
+        out.put(parsed, _parse(buf, starts[parsed], ends[parsed]))
+        todo[parsed] = False
+        shapes = event_shapes.templates(buf, starts, lengths, out, parsed)
+        if not shapes:
+            break
+        event_shapes.fill(buf, starts, lengths, out, shapes, todo)
+        if not todo.any():
+            return out
+    left = np.flatnonzero(todo)
+    out.put(left, _parse(buf, starts[left], ends[left]))
+    return out
+
+
+def _collect(rows: Decoded, col: _Collector, first: int) -> np.ndarray:
+    """Hand a batch's decoded values (tags named, in file order) to the collector; returns the
+    records left for the reference path (including those whose tag is not ASCII: protobuf
+    judges its UTF-8)."""
+    idx = np.flatnonzero(rows.tagged)
+    if len(idx):
+        names = [raw.decode("ascii") if raw.isascii() else None for raw in rows.names]
+        if any(nm is None for nm in names):
+            bad = idx[np.isin(rows.code[idx], [i for i, nm in enumerate(names) if nm is None])]
+            rows.fallback[bad] = True
+            rows.take[bad] = False
+            rows.tagged[bad] = False
+        lut = np.array([col.tag_id(nm) if nm is not None else -1 for nm in names], np.int64)
+        tag = np.where(rows.tagged, lut[np.maximum(rows.code, 0)], -1)
+        key = order_key(np.arange(len(tag)) + first)
+        mdrows = rows.tagged & rows.has_md
+        if mdrows.any():
+            col.add_md(key[mdrows], tag[mdrows], rows.is_scalars[mdrows])
+        take = rows.take
+        if take.any():
+            col.add(key=key[take], step=rows.step[take], wall_time=rows.wall[take], value=rows.value[take], tag=tag[take], state=rows.state[take])
+    return np.flatnonzero(rows.fallback)
+
+
+def _parse(buf: np.ndarray, o: np.ndarray, e: np.ndarray) -> Decoded:
+    """The field parser: the common single-value layouts of records buf[o:e], vectorised. Records
+    of other layouts are marked `fallback` (the reference path reads them)."""
     n = len(o)
+    out = Decoded.empty(n)
     rows = np.arange(n)
-    fallback = np.zeros(n, dtype=bool)
+    fallback = out.fallback
+    start = o
 
     # Event: wall_time (1, fixed64), step (2, varint), summary (5, bytes) = the last field.
     has_wall = (_byte(buf, o, e) == 0x09) & (o + 9 <= e)
     wall = np.zeros(n)
     wall[has_wall] = _gather(buf, o[has_wall] + 1, "<f8")
+    out.wall_at[has_wall] = 1
     p = o + 9 * has_wall
     has_step = _byte(buf, p, e) == 0x10
     step = np.zeros(n, dtype=np.int64)
     if has_step.any():
         v, q, ok = _varint(buf, p[has_step] + 1, e[has_step])
         step[has_step] = v.view(np.int64)
+        out.step_at[has_step] = p[has_step] + 1 - o[has_step]
+        out.step_end[has_step] = q - o[has_step]
         p[has_step] = q
         fallback[np.flatnonzero(has_step)[~ok]] = True
     # Summary holding exactly one Value (1, bytes) that holds the tag (1, bytes).
@@ -396,11 +458,14 @@ def _decode_batch(batch: tfrecord.Batch, col: _Collector) -> np.ndarray:
     # Tensor: dtype (1, varint) [shape (2) empty] then one value field.
     want = good & tens & ~other
     value = np.full(len(rows), np.nan)
+    value_at = np.where(simple, t1 + 1, -1)
+    value_kind = simple.astype(np.int8)  # simple_value: float32
     simple &= good
     value[simple] = _gather(buf, t1[simple] + 1, "<f4")
     if want.any():
-        ok, val = _tensor_values(buf, x0[want], x1[want])
+        ok, val, at, kind = _tensor_values(buf, x0[want], x1[want])
         value[np.flatnonzero(want)[ok]] = val[ok]
+        value_at[want], value_kind[want] = at, kind
         fallback[rows[np.flatnonzero(want)[~ok]]] = True
         want[np.flatnonzero(want)[~ok]] = False
     take = good & (simple | want)
@@ -409,30 +474,20 @@ def _decode_batch(batch: tfrecord.Batch, col: _Collector) -> np.ndarray:
     tagged = take | (good & has_md)
     idx = np.flatnonzero(tagged)
     if len(idx):
-        codes, uniq = _factorize(buf, t0[idx], t1[idx])
-        names = []
-        for raw in uniq:
-            names.append(raw.decode("ascii") if raw.isascii() else None)
-        if any(nm is None for nm in names):  # non-ASCII tag: let protobuf judge its UTF-8
-            bad = np.isin(codes, [i for i, nm in enumerate(names) if nm is None])
-            fallback[rows[idx[bad]]] = True
-            take[idx[bad]] = False
-            tagged[idx[bad]] = False
-        lut = np.array([col.tag_id(nm) if nm is not None else -1 for nm in names], np.int64)
-        tag = np.full(len(rows), -1, np.int64)
-        tag[idx] = lut[codes]
-        key = order_key(rows + batch.first)
-        mdrows = tagged & has_md
-        if mdrows.any():
-            col.add_md(key[mdrows], tag[mdrows], is_scalars[mdrows])
-        if take.any():
-            state = np.where(simple | is_scalars, ACCEPT, PENDING)
-            col.add(key=key[take], step=step[take], wall_time=wall[take], value=value[take], tag=tag[take], state=state[take])
-    return np.flatnonzero(fallback)
+        codes, out.names = _factorize(buf, t0[idx], t1[idx])
+        out.code[rows[idx]] = codes
+    out.take[rows], out.tagged[rows] = take, tagged
+    out.step[rows], out.wall[rows], out.value[rows] = step, wall, value
+    out.state[rows] = np.where(simple | is_scalars, ACCEPT, PENDING)
+    out.has_md[rows], out.is_scalars[rows] = has_md, is_scalars
+    out.value_at[rows] = np.where(value_at >= 0, value_at - start[rows], -1)
+    out.value_kind[rows] = value_kind
+    return out
 
 
-def _tensor_values(buf: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Scalar float tensors in their usual encodings: (decoded?, value)."""
+def _tensor_values(buf: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Scalar float tensors in their usual encodings: (decoded?, value, where the value's bytes
+    start, `value_kind` (0 for a half stored as a varint: no fixed place)."""
     n = len(x0)
     ok = (_byte(buf, x0, x1) == 0x08) & (x0 + 2 <= x1)
     dtype = np.where(ok, _byte(buf, x0 + 1, x1), 0)  # single-byte enum values only
@@ -464,7 +519,8 @@ def _tensor_values(buf: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> tuple[np.
         good &= (inner == q - p[rows] - 2) & (q == x1[rows]) & (bits < 65536)
         val[rows[good]] = bits[good].astype(np.uint16).view(np.float16)
         hv[rows[~good]] = False
-    return f32 | f64 | f16 | hv, val
+    kind = np.select([f32, f64, f16], [1, 2, 3], 0).astype(np.int8)
+    return f32 | f64 | f16 | hv, val, at, kind
 
 
 # --------------------------------------------------------------------------- file reader
