@@ -159,9 +159,10 @@ def _stretches(metric: pl.Series, physical: pl.Series) -> dict[str, list[tuple[i
     found: list[tuple[int, int, int]] = []  # (code, start, length)
     for at in range(0, len(physical), _SLICE):
         part = _filled(physical.slice(at, _SLICE), _NULL)
-        cuts = (np.flatnonzero(part[1:] != part[:-1]) + 1).tolist()
+        cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
         if len(found) + len(cuts) + 1 > _MAX_STRETCHES + 1:
-            return None
+            return None  # before the cuts become a list: an interleaved 2M-row table has 1M of them
+        cuts = cuts.tolist()
         for start, end in zip([0] + cuts, cuts + [len(part)]):
             code = int(part[start])
             if found and found[-1][0] == code and found[-1][1] + found[-1][2] == at + start:
