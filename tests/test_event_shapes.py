@@ -35,7 +35,7 @@ def decoded_alike(path: Path) -> int:
         take = parsed.take
         assert shaped.value[take].tobytes() == parsed.value[take].tobytes()  # NaN payloads and -0.0 too
         assert shaped.wall[take].tobytes() == parsed.wall[take].tobytes()
-        if len(starts) >= 2 * event_shapes.HEAD:
+        if len(starts) >= event_shapes.MIN_RECORDS:
             by_shape += len(starts) - _parsed_records(batch)
     return by_shape
 
@@ -64,8 +64,8 @@ def shapes_that_change(tmp_path_factory) -> list[Path]:
     # steps crossing one- to two- to three-byte varints, two tags of one length, a negative step
     steps = [*range(100, 140), *range(16_370, 16_400), *range(2_097_140, 2_097_160)]
     write_scalars(root / "widths", tags=("loss_a", "loss_b", "lr"), steps=steps)
-    write_scalars(root / "negative", tags=("x", "y"), steps=range(-2000, 2000))
-    write_scalars(root / "tensor", tags=("train/loss", "val/loss"), steps=range(0, 4000, 7), new_style=True)
+    write_scalars(root / "negative", tags=("x", "y"), steps=range(-3000, 3000))
+    write_scalars(root / "tensor", tags=("train/loss", "val/loss"), steps=range(0, 40_000, 4), new_style=True)
     write_scalars(root / "double", tags=("a",), steps=range(600), new_style=True, double=True)
     specials = [("odd", s, v) for s, v in zip(range(600, 1200), [math.nan, math.inf, -math.inf, -0.0, 1e-45] * 120)]
     write_scalars(root / "specials", tags=("odd",), steps=range(600), extra_values=specials)
@@ -74,7 +74,14 @@ def shapes_that_change(tmp_path_factory) -> list[Path]:
     return sorted(root.rglob("events.out.tfevents.*"))
 
 
-def test_records_decoded_by_shape_equal_the_parsed_ones(shapes_that_change):
+@pytest.fixture
+def small_batches_by_shape(monkeypatch):
+    """The shape path on batches of any size the parser's head leaves records in (by default only
+    batches of `MIN_RECORDS` take it, where it gains)."""
+    monkeypatch.setattr(event_shapes, "MIN_RECORDS", 2 * event_shapes.HEAD)
+
+
+def test_records_decoded_by_shape_equal_the_parsed_ones(shapes_that_change, small_batches_by_shape):
     for path in shapes_that_change:
         decoded_alike(path)
 
@@ -89,7 +96,7 @@ def test_most_records_of_a_long_run_are_decoded_by_shape(shapes_that_change):
     assert decoded_alike(by_name["negative"]) > 0.8 * negative.records
 
 
-def test_a_record_that_differs_from_its_shape_in_one_fixed_byte_is_parsed(shapes_that_change):
+def test_a_record_that_differs_from_its_shape_in_one_fixed_byte_is_parsed(shapes_that_change, small_batches_by_shape):
     """A tag byte changed in one record (its CRC ignored: the decoders see bytes after the check)."""
     path = next(p for p in shapes_that_change if p.parent.name == "negative")
     batch = next(tfrecord.scan_batches(path, tfrecord.Damage()))
@@ -104,7 +111,14 @@ def test_a_record_that_differs_from_its_shape_in_one_fixed_byte_is_parsed(shapes
     assert shaped.names[shaped.code[victim]] == b"z"
 
 
-def test_real_files_decode_alike():
+def test_small_batches_are_parsed_whole(shapes_that_change):
+    path = next(p for p in shapes_that_change if p.parent.name == "widths")
+    batch = next(tfrecord.scan_batches(path, tfrecord.Damage()))
+    assert len(batch.offsets) < event_shapes.MIN_RECORDS
+    assert _parsed_records(batch) == len(batch.offsets)
+
+
+def test_real_files_decode_alike(small_batches_by_shape):
     files = sorted(SAMPLES.rglob("events.out.tfevents.*"))
     if REAL.is_dir():
         files += sorted(REAL.rglob("events.out.tfevents.*"))

@@ -21,6 +21,10 @@ import numpy as np
 from .event_rows import VALUE_DTYPES, Decoded
 from .tfrecord import unaligned
 
+#: Batches of fewer records are parsed whole: below about 8,000 records the parser's cost is its
+#: numpy calls, not their length, and the shape path's rounds cost more than they save (an audit's
+#: 2,500-record event files read in 5.3 ms instead of 3.7 by shape).
+MIN_RECORDS = 8192
 #: Records of a batch the field parser decodes first; their shapes become the templates.
 HEAD = 256
 #: Templates tried on a batch at most (a file with more shapes than this in its first records

@@ -356,10 +356,10 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) ->
     """Every record of a batch. The parser reads the first `event_shapes.HEAD` records not yet
     decoded, the records of their shapes are decoded by shape, and so on for a few rounds (a
     file's shapes change as its steps grow a varint byte); the parser reads whatever is left. A
-    batch too small to gain is parsed whole."""
+    batch too small to gain (`event_shapes.MIN_RECORDS`) is parsed whole."""
     ends = starts + lengths
     head = event_shapes.HEAD
-    if len(starts) < 2 * head:
+    if len(starts) < event_shapes.MIN_RECORDS:
         return _parse(buf, starts, ends)
     out = Decoded.empty(len(starts))
     todo = np.ones(len(starts), bool)
