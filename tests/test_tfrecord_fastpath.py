@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from _tb_writers import REAL, write_hparams, write_mixed, write_scalars
-from logdoctor.ingest import tfrecord
+from logdoctor.ingest import tfevents, tfrecord
 from logdoctor.ingest.tfevents import read_event_file
 
 
@@ -118,8 +118,21 @@ def test_single_byte_damage_never_yields_a_wrong_number(written, tmp_path):
 
 def test_numpy_crc_fallback_gives_the_same_result(written, monkeypatch):
     expected = [canonical(read_event_file(p)) for p in written]
-    monkeypatch.setattr(tfrecord, "_c_crc32c", None)
+    monkeypatch.setattr(tfrecord, "_c_crc32c", lambda: None)
+    monkeypatch.setattr(tfrecord, "_c_installed", lambda: False)
+    monkeypatch.setattr(tfrecord, "_python_bytes", tfrecord._PYTHON_BYTES)  # past Python's share of single checks
     assert [canonical(read_event_file(p)) for p in written] == expected
+
+
+def test_single_checks_are_the_same_in_python_and_in_c(monkeypatch):
+    """`crc32c` checks its first few kB in Python (the C package's import costs more) and the
+    rest in C: one buffer gets one CRC either way."""
+    rng = np.random.default_rng(2)
+    datas = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in (0, 1, 8, 40, 1000, 5000, 40_000)]
+    monkeypatch.setattr(tfrecord, "_python_bytes", 0)
+    in_python = [tfrecord.crc32c(d) for d in datas]  # the last one is past the share: C
+    monkeypatch.setattr(tfrecord, "_python_bytes", tfrecord._PYTHON_BYTES)
+    assert in_python == [tfrecord.crc32c(d) for d in datas] == [tfrecord._crc32c_py(d) for d in datas]
 
 
 def test_crc32c_implementations_agree():
@@ -132,8 +145,8 @@ def test_crc32c_implementations_agree():
         got = tfrecord.crc32c_many(buf, offsets, lengths)
         want = [tfrecord._crc32c_py(buf[o : o + n].tobytes()) for o, n in zip(offsets, lengths)]
         assert got.tolist() == want
-        if tfrecord._c_crc32c is not None:
-            assert want == [tfrecord._c_crc32c(buf[o : o + n].tobytes()) for o, n in zip(offsets, lengths)]
+        if tfrecord._c_crc32c() is not None:
+            assert want == [tfrecord._c_crc32c()(buf[o : o + n].tobytes()) for o, n in zip(offsets, lengths)]
 
 
 def test_a_header_is_judged_by_its_own_crc_whether_its_length_is_looked_up_or_computed():
@@ -266,3 +279,56 @@ def test_distinct_tags_found_from_the_first_rows_are_np_unique_of_all_rows(monke
         first, inverse = tfevents._unique(h)
         _, want_first, want_inverse = np.unique(h, return_index=True, return_inverse=True)
         assert np.array_equal(first, want_first) and np.array_equal(inverse, want_inverse)
+
+
+def _event_file(path: Path, events: list[bytes]) -> Path:
+    """A TFRecord file of these serialized events, framed with valid CRCs."""
+    blob = b""
+    for data in events:
+        head = len(data).to_bytes(8, "little")
+        blob += head + tfrecord.masked(tfrecord.crc32c(head)).to_bytes(4, "little") + data
+        blob += tfrecord.masked(tfrecord.crc32c(data)).to_bytes(4, "little")
+    path.write_bytes(blob)
+    return path
+
+
+def test_events_without_a_summary_are_judged_as_protobuf_judges_them(tmp_path):
+    """File versions, graphs and writer names are skipped by the fast path only where protobuf
+    reads them without fault; a non-UTF-8 version, an unknown field after them, or a writer name
+    that is not text still goes to protobuf, and both paths agree on every one."""
+    from tensorboard.compat.proto.event_pb2 import Event, SourceMetadata
+    from tensorboard.compat.proto.summary_pb2 import Summary
+
+    scalar = Event(wall_time=1.5, step=3, summary=Summary(value=[Summary.Value(tag="loss", simple_value=0.5)])).SerializeToString()
+    version = Event(wall_time=1.0, file_version="brain.Event:2").SerializeToString()
+    writer = SourceMetadata(writer="tensorboard.summary.writer.event_file_writer").SerializeToString()
+    bare = [
+        version,
+        version + b"\x52" + bytes([len(writer)]) + writer,  # the writer's name after it, as torch writes
+        version + b"\x52\x00",
+        Event(step=7, graph_def=b"\xff\x00 any bytes").SerializeToString(),
+        Event(meta_graph_def=b"\x80\x81").SerializeToString(),
+    ]
+    unusual = [
+        b"\x09" + bytes(8) + b"\x1a\x02\xc3\x28",  # a version that is not UTF-8: protobuf refuses it
+        b"\x1a\x02\xc3\xa9",  # a UTF-8 version beyond ASCII: protobuf reads it
+        version + b"\x52\x03\x0a\x01\xff",  # a writer name that is not UTF-8
+        version + b"\x52\x02\x10\x01",  # source_metadata holding an unknown field
+        version + b"\x60\x01",  # an unknown field after the version
+    ]
+    path = _event_file(tmp_path / "events.out.tfevents.1.bare", [scalar, *bare, *unusual, scalar])
+    assert_paths_agree(path)
+    (batch,) = tfrecord.scan_batches(path, tfrecord.Damage())
+    parsed = tfevents._parse(batch.buf, batch.offsets, batch.offsets + batch.lengths)
+    assert parsed.fallback.tolist() == [False] * (1 + len(bare)) + [True] * len(unusual) + [False]
+
+
+def test_a_file_without_hparams_is_read_without_protobuf(monkeypatch):
+    """The reference path (and its protobuf import, 20-40 ms of a small run) is for records the
+    fast path cannot read; a Keras or plain SummaryWriter file holds none."""
+    def refuse():
+        raise AssertionError("protobuf asked for")
+
+    monkeypatch.setattr(tfevents, "_proto", refuse)
+    for path in sorted((Path(__file__).parents[1] / "sample_runs" / "keras_healthy_short_10_epochs").rglob("events.out.tfevents.*")):
+        assert len(read_event_file(path)) > 0

@@ -32,7 +32,8 @@ subset instead of one per record; a group that fails, and records too long or to
 length, get their own CRCs, computed vectorised (a record's CRC is an XOR of per-position table
 lookups: ~0.13 us per record against ~0.16 us per call into the C `crc32c` package; 800k records:
 reading 327-425 -> 251-318 ms with the groups). Records over 1 KiB and the reference path use
-the C package; without it they fall back to plain Python tables (slow, same results).
+the C package, imported only once a process has checked a few kB one buffer at a time (`crc32c`);
+without it they fall back to plain Python tables (slow, same results).
 """
 from __future__ import annotations
 
@@ -46,11 +47,6 @@ from pathlib import Path
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-
-try:  # C (hardware-accelerated) CRC-32C; numpy fallback below when absent.
-    from crc32c import crc32c as _c_crc32c
-except ImportError:  # pragma: no cover - exercised by forcing the fallback in tests
-    _c_crc32c = None
 
 HEADER = 12  # uint64 length + uint32 masked crc of the length
 FOOTER = 4  # uint32 masked crc of the data
@@ -98,7 +94,8 @@ _TABLE_LIST = _TABLE.tolist()
 
 
 def _crc32c_py(data: bytes) -> int:
-    """Plain table-driven CRC-32C of one buffer (only for large records without the C package)."""
+    """Plain table-driven CRC-32C of one buffer (~100 ns a byte: a process's first few kB, and
+    everything where the C package is not installed)."""
     crc = 0xFFFFFFFF
     table = _TABLE_LIST
     for b in data:
@@ -115,7 +112,7 @@ def crc32c_many(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np
     if not len(offsets):
         return out
     big = lengths > _VEC_DEPTH
-    if _c_crc32c is not None and not big.all() and np.count_nonzero(~big) < int(lengths[~big].max()):
+    if _c_installed() and not big.all() and np.count_nonzero(~big) < int(lengths[~big].max()):
         big[:] = True
     for i in np.flatnonzero(big):
         out[i] = crc32c(buf[offsets[i] : offsets[i] + lengths[i]].data)
@@ -147,10 +144,41 @@ def masked(crc: np.ndarray | int):
 
 
 def crc32c(data: bytes | memoryview) -> int:
-    """CRC-32C of one buffer: the C package when installed, else plain Python tables."""
-    if _c_crc32c is not None:
-        return _c_crc32c(data)
-    return _crc32c_py(bytes(data))
+    """CRC-32C of one buffer: plain Python tables for the first `_PYTHON_BYTES` bytes a process
+    checks one buffer at a time, the C package (hardware-accelerated) for any buffer past that
+    share, Python again where it is not installed. Importing the package costs 25-30 ms of CPU (it
+    reads its own version from the installed metadata): more than a small event file's few single
+    checks (its header, hparams, CRC groups: a few kB) cost in Python."""
+    global _python_bytes
+    size = len(data)
+    if _python_bytes + size <= _PYTHON_BYTES:
+        _python_bytes += size
+        return _crc32c_py(bytes(data))
+    c_crc = _c_crc32c()
+    return c_crc(data) if c_crc is not None else _crc32c_py(bytes(data))
+
+
+#: Bytes checked by `crc32c` in Python before the C package is imported for the rest.
+_PYTHON_BYTES = 1 << 15
+_python_bytes = 0
+
+
+@lru_cache(maxsize=1)
+def _c_crc32c():
+    """The C package's CRC-32C function, imported on first need; None where it is not installed."""
+    try:
+        from crc32c import crc32c as c_crc
+    except ImportError:
+        return None
+    return c_crc
+
+
+@lru_cache(maxsize=1)
+def _c_installed() -> bool:
+    """Whether the C package is there to call, found without importing it."""
+    from importlib.util import find_spec
+
+    return find_spec("crc32c") is not None
 
 
 def unaligned(buf: np.ndarray, dtype: str) -> np.ndarray:
