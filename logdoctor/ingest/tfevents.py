@@ -433,7 +433,8 @@ def _parse(buf: np.ndarray, o: np.ndarray, e: np.ndarray) -> Decoded:
     good &= good2 & (v1 == e)
     good3, t0, t1 = _field(buf, v0, e, 0x0A)
     good &= good3 & (t1 < e)
-    fallback |= ~good & ~_without_summary(buf, p, e)
+    odd = np.flatnonzero(~good)
+    fallback[odd[~_without_summary(buf, p[odd], e[odd])]] = True
     sel = np.flatnonzero(good)
     o, e, wall, step, t0, t1 = o[sel], e[sel], wall[sel], step[sel], t0[sel], t1[sel]
     rows = rows[sel]
@@ -485,28 +486,30 @@ def _parse(buf: np.ndarray, o: np.ndarray, e: np.ndarray) -> Decoded:
     return out
 
 
-#: Event fields that hold no summary and that protobuf reads whatever their bytes: graph_def (4)
-#: and meta_graph_def (9); file_version (3), a string, also needs valid UTF-8 (ASCII is asked).
-_BARE_FIELDS = ((0x1A, True), (0x22, False), (0x4A, False))
-
-
 def _without_summary(buf: np.ndarray, p: np.ndarray, e: np.ndarray) -> np.ndarray:
     """Records whose rest, from `p` (after wall time and step), is one field that holds no
     summary, optionally followed by the writer's name (source_metadata (10) holding only its
-    string `writer` (1)), all of which protobuf reads without fault: the file version every
-    writer starts with, a graph. They hold no scalar, so they need not go to the reference path,
-    whose protobuf import (20-40 ms) a run without hparams then never pays."""
+    string `writer` (1)), all of which protobuf reads without fault: the file version every writer
+    starts with (3, a string: ASCII is asked, UTF-8 would do), a graph or a meta graph (4 and 9,
+    bytes). They hold no scalar, so they need not go to the reference path, whose protobuf import
+    (20-40 ms) a run without hparams then never pays."""
     bare = np.zeros(len(p), bool)
-    for key, text in _BARE_FIELDS:
-        has, c0, c1 = _field(buf, p, e, key)
-        meta, m0, m1 = _field(buf, c1, e, 0x52)
-        name, w0, w1 = _field(buf, m0, m1, 0x0A)
-        meta &= (m1 == e) & ((m0 == m1) | (name & (w1 == m1)))  # empty, or just the writer's name
-        has &= (c1 == e) | meta
-        if text:
-            has &= _ascii(buf, c0, c1, has)
-        has &= ~meta | ~name | _ascii(buf, w0, w1, has & name)
-        bare |= has
+    key = _byte(buf, p, e)
+    rows = np.flatnonzero((key == 0x1A) | (key == 0x22) | (key == 0x4A))
+    if not len(rows):
+        return bare
+    end = e[rows]
+    size, c0, ok = _varint(buf, p[rows] + 1, end)
+    c1 = c0 + size.astype(np.int64)
+    ok &= (size < (1 << 31)) & (c1 <= end)
+    meta, m0, m1 = _field(buf, np.where(ok, c1, end), end, 0x52)
+    name, w0, w1 = _field(buf, m0, m1, 0x0A)
+    meta &= (m1 == end) & ((m0 == m1) | (name & (w1 == m1)))  # empty, or just the writer's name
+    ok &= (c1 == end) | meta
+    version = key[rows] == 0x1A
+    ok &= ~version | _ascii(buf, c0, c1, ok & version)
+    ok &= ~(meta & name) | _ascii(buf, w0, w1, ok & meta & name)
+    bare[rows] = ok
     return bare
 
 

@@ -402,8 +402,10 @@ def _walk_some(data: bytes, pos: int, most: int) -> tuple[list[int], int]:
 
 
 def _period(frames: np.ndarray) -> int | None:
-    """The shortest period with which the record sizes repeat over the whole window, if any."""
-    for period in range(1, min(_MAX_PERIOD, len(frames) // 2) + 1):
+    """The shortest period with which the record sizes repeat over the whole window, if any. Only
+    the shifts that bring back the first size are tried (a tag's record recurs once a cycle)."""
+    longest = min(_MAX_PERIOD, len(frames) // 2)
+    for period in (np.flatnonzero(frames[1 : longest + 1] == frames[0]) + 1).tolist():
         if np.array_equal(frames[period:], frames[:-period]):
             return period
     return None
