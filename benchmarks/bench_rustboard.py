@@ -63,11 +63,11 @@ def logdoctor(folder: Path, env: dict[str, str]) -> tuple[float, float, float]:
 
 
 def scalars(folder: Path) -> int:
-    """How many scalars logdoctor reads from `folder` (for the table)."""
-    from logdoctor.ingest import load_runs
-
-    runs, _ = load_runs(folder)
-    return sum(run.scalars.height for run in runs)
+    """How many scalars logdoctor reads from `folder` (for the table), counted in a child process:
+    a child's peak RSS starts from its parent's high-water mark (Linux records the forked copy's
+    at exec), so a parent that had loaded a 2M-row folder would lift every later peak to its own."""
+    code = "import sys; from logdoctor.ingest import load_runs; from pathlib import Path; print(sum(r.scalars.height for r in load_runs(Path(sys.argv[1]))[0]))"
+    return int(subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, cwd=REPO, check=True).stdout)
 
 
 #: The stages of reading an event file, as functions of logdoctor.ingest (module, function).
