@@ -546,18 +546,24 @@ def _next_data(fd: int, at: int, size: int) -> int:
 
 
 def scan_batches(path: Path, damage: Damage, chunk: int | None = None) -> Iterator[Batch]:
-    """Stream a file as batches of intact records (the fast path; same damage rules as `iter_records`)."""
+    """Stream a file as batches of intact records (the fast path; same damage rules as `iter_records`).
+
+    The blocks are read into one buffer, reused: a batch's `buf` holds its records only until the
+    next batch is asked for. A fresh 4 MB block each time cost a copy of the file and a page fault
+    per 4 kB of it (2M-scalar file: 24,000 faults)."""
     chunk = chunk or CHUNK
     damage.size = Path(path).stat().st_size
-    data, base, eof, want, skipping = b"", 0, False, chunk, None
+    store, kept, base, eof, want, skipping = bytearray(chunk), 0, 0, False, chunk, None
     with open(path, "rb") as fh, open(path, "rb", buffering=0) as holes:  # holes: asked where data resumes (its own offset)
         damage.gzip = fh.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
         fh.seek(0)
         while True:
-            more = fh.read(want)
-            eof = len(more) < want
-            data = data + more if data else more
-            buf = np.frombuffer(data, dtype=np.uint8)
+            if len(store) < kept + want:  # a record longer than a block
+                store = store[:kept] + bytearray(want)
+            got = fh.readinto(memoryview(store)[kept : kept + want])
+            eof = got < want
+            data = memoryview(store)[: kept + got]
+            buf = np.frombuffer(store, dtype=np.uint8, count=len(data))
             starts, pos, want, skipping = _frame_block(data, buf, eof, base, damage, skipping, chunk)
             if len(starts):
                 lens = _gather_u64(buf, starts).astype(np.int64)
@@ -576,10 +582,12 @@ def scan_batches(path: Path, damage: Damage, chunk: int | None = None) -> Iterat
                     damage.truncated_at = base + pos
                 return
             base += pos
-            data = data[pos:]
+            kept = len(data) - pos
+            if pos:  # the unfinished record moves to the front (copied first: the two may overlap)
+                store[:kept] = bytes(data[pos:])
             if skipping is not None:  # still looking for a header: a hole ahead is skipped, not read
-                here = base + len(data)
+                here = base + kept
                 ahead = _next_data(holes.fileno(), here, damage.size)
                 if ahead - here > HEADER:
-                    base, data = ahead - (HEADER - 1), b""  # its last 11 zeros: a header may start there
+                    base, kept = ahead - (HEADER - 1), 0  # its last 11 zeros: a header may start there
                     fh.seek(base)
