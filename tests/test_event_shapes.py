@@ -8,7 +8,6 @@ every real file the tests have.
 from __future__ import annotations
 
 import math
-import random
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +15,7 @@ import pytest
 
 from _tb_writers import REAL, write_mixed, write_scalars
 from logdoctor.ingest import event_shapes, tfevents, tfrecord
-from logdoctor.ingest.tfevents import read_event_file
-from test_tfrecord_fastpath import canonical, damaged_copies
+from test_tfrecord_fastpath import assert_damaged_copies_agree
 
 SAMPLES = Path(__file__).parents[1] / "sample_runs"
 COLUMNS = ("fallback", "take", "tagged", "step", "state", "has_md", "is_scalars")
@@ -116,14 +114,7 @@ def test_a_record_that_differs_from_its_shape_in_one_fixed_byte_is_parsed(shapes
 
 def test_damaged_files_read_by_shape_equal_the_reference(shapes_that_change, small_batches_by_shape, tmp_path, monkeypatch):
     """Cut, flipped, overwritten and prefixed copies: the shape path keeps every damage rule."""
-    rng = random.Random(5)
-    target = tmp_path / "events.out.tfevents.0.damaged"
-    for trial in range(12):
-        source = shapes_that_change[trial % len(shapes_that_change)].read_bytes()[:120_000]
-        monkeypatch.setattr(tfrecord, "CHUNK", rng.choice([4096, 65536, 1 << 20]))
-        for kind, damaged in damaged_copies(source, rng):
-            target.write_bytes(damaged)
-            assert canonical(read_event_file(target)) == canonical(read_event_file(target, fast=False)), (trial, kind)
+    assert_damaged_copies_agree(shapes_that_change, 12, 120_000, [4096, 65536, 1 << 20], 5, tmp_path, monkeypatch)
 
 
 def test_small_batches_are_parsed_whole(shapes_that_change):

@@ -85,17 +85,23 @@ def damaged_copies(data: bytes, rng: random.Random):
     yield "garbage-prefix", os.urandom(rng.randint(1, 400)) + data
 
 
-def test_fast_equals_reference_on_damaged_files(written, tmp_path, monkeypatch):
-    rng = random.Random(7)
-    sources = [p for p in written if p.parent.name in ("simple", "tensor", "mixed")]
+def assert_damaged_copies_agree(sources: list[Path], trials: int, prefix: int, chunks: list[int], seed: int, tmp_path, monkeypatch) -> None:
+    """Damaged copies of the first `prefix` bytes of each source in turn, read in blocks of one
+    of `chunks` bytes: the fast path returns what the reference path returns."""
+    rng = random.Random(seed)
     target = tmp_path / "events.out.tfevents.0.damaged"
-    for trial in range(24):
-        data = sources[trial % len(sources)].read_bytes()[:40_000]
-        monkeypatch.setattr(tfrecord, "CHUNK", rng.choice([512, 4096, 1 << 20]))
+    for trial in range(trials):
+        data = sources[trial % len(sources)].read_bytes()[:prefix]
+        monkeypatch.setattr(tfrecord, "CHUNK", rng.choice(chunks))
         for kind, damaged in damaged_copies(data, rng):
             target.write_bytes(damaged)
             reference = canonical(read_event_file(target, fast=False))
             assert canonical(read_event_file(target)) == reference, (trial, kind)
+
+
+def test_fast_equals_reference_on_damaged_files(written, tmp_path, monkeypatch):
+    sources = [p for p in written if p.parent.name in ("simple", "tensor", "mixed")]
+    assert_damaged_copies_agree(sources, 24, 40_000, [512, 4096, 1 << 20], 7, tmp_path, monkeypatch)
 
 
 def test_single_byte_damage_never_yields_a_wrong_number(written, tmp_path):
