@@ -14,8 +14,10 @@ Everything else (histograms, images, text, graphs) is skipped; hparams-plugin
 values fill the run's config.
 
 `read_event_file(path, fast=True)` decodes the common single-value layouts of
-a whole batch of records at once with numpy (no per-record protobuf parse)
-and hands any record that does not match those layouts to the reference
+a whole batch of records at once with numpy (no per-record protobuf parse; in
+a large batch most records by the shape of one already parsed, `event_shapes`),
+skips records that hold no summary (the file version, graphs) where protobuf
+would read them without fault, and hands any other record to the reference
 extractor (`Event.FromString`). `fast=False` runs the reference extractor on
 every record: tests compare the two on every file.
 """
