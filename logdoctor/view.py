@@ -13,7 +13,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
-from .model import Run, Series
+from .model import Run, Series, metric_codes
 from .roles import amp_scale_candidates, assign_roles, primary
 
 #: The roles whose constant parts give way to moving ones.
@@ -158,7 +158,7 @@ def _stretches(metric: pl.Series, physical: pl.Series) -> dict[str, list[tuple[i
     table costs one slice's codes before it is given up on). `physical`: the column's codes."""
     found: list[tuple[int, int, int]] = []  # (code, start, length)
     for at in range(0, len(physical), _SLICE):
-        part = _filled(physical.slice(at, _SLICE), _NULL)
+        part = metric_codes(physical.slice(at, _SLICE), _NULL)
         cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
         if len(found) + len(cuts) + 1 > _MAX_STRETCHES + 1:
             return None  # before the cuts become a list: an interleaved 2M-row table has 1M of them
@@ -187,13 +187,7 @@ def _codes(physical: pl.Series, named: np.ndarray) -> np.ndarray:
     dtype = np.min_scalar_type(len(named))
     table = np.full(max(int(physical.max() or 0), int(named.max(initial=0))) + 2, len(named), dtype=dtype)
     table[named] = np.arange(len(named))
-    return table[_filled(physical, len(table) - 1)]
-
-
-def _filled(codes: pl.Series, null: int) -> np.ndarray:
-    """Category codes as an array, `null` where a row has no name (filled only where one has none:
-    a fill is a polars expression, ~40 us, and a small table's index makes several)."""
-    return (codes.fill_null(null) if codes.null_count() else codes).to_numpy()
+    return table[metric_codes(physical, len(table) - 1)]
 
 
 def _constant(values: np.ndarray | None) -> bool:

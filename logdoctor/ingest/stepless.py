@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ..model import metric_codes
+
 #: A metric is stepless when at least this share of its points sits on its most common step...
 SHARED_STEP_SHARE = 0.9
 #: ...and that is at least this many points (two values at one step are a re-log, not a series).
@@ -49,8 +51,8 @@ def _may_share_steps(scalars: pl.DataFrame) -> bool:
     before. A run logged with steps repeats none (3-4 ms of grouping saved on every small run)."""
     metric = scalars.get_column("metric")
     physical = (metric if metric.dtype == pl.Categorical else metric.cast(pl.Categorical)).to_physical()
-    code = physical.fill_null(int(physical.max() or 0) + 1).to_numpy()  # rows without a name: a group of their own
-    top = int(code.max()) if len(code) else 0
+    top = int(physical.max() or 0) + (1 if physical.null_count() else 0)  # rows without a name: a group of their own
+    code = metric_codes(physical, top)
     if top >= 1 << 20:  # codes of a process that has seen many names: made dense
         code = np.unique(code, return_inverse=True)[1]
         top = int(code.max())
